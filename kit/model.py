@@ -1,0 +1,575 @@
+"""Model stage: fetch a pinned model from the hub, take a local directory, or synthesise one.
+
+Every model ends as a directory plus a :class:`ModelManifest` recording where it came from,
+the resolved revision and the sha256 of every file. The manifest's ``identity`` (a hash over
+the file hashes) keys the quantization cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kit.errors import BadInputError, EnvironmentProblem
+from kit.recipe import HubModel, LoadedRecipe, LocalModel, SyntheticDraft, SyntheticModel
+
+log = logging.getLogger(__name__)
+
+SYNTH_VERSION = "1"  # bump when the generator's output changes for the same spec
+MANIFEST = "kit-model-manifest.json"
+
+
+class FileHash(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="Path relative to the model directory.")
+    size: int = Field(description="Size in bytes.")
+    sha256: str = Field(description="sha256 of the file.")
+
+
+class ModelManifest(BaseModel):
+    """What the model stage produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["target", "draft"] = Field(description="Target model or speculative draft.")
+    source: Literal["hub", "local", "synthetic"] = Field(description="Where it came from.")
+    repo_id: str | None = Field(None, description="Hub repository id.")
+    revision: str | None = Field(None, description="Revision asked for.")
+    resolved_revision: str | None = Field(None, description="Commit sha the hub resolved.")
+    spec: dict[str, Any] | None = Field(None, description="Synthetic spec (shape, seed).")
+    architecture: str | None = Field(None, description="config.json architectures[0].")
+    parameters: int | None = Field(None, description="Parameter count, when known.")
+    files: list[FileHash] = Field(description="Every file with its sha256.")
+    identity: str = Field(description="sha256 over the file hashes: the model's content id.")
+    directory: str = Field(description="Where it lies, relative to KIT_HOME when inside it.")
+    duration_s: float = Field(description="Time the stage took (0 on a cache hit).")
+    cached: bool = Field(description="Whether this run reused an earlier result.")
+
+
+def kit_home() -> Path:
+    """Root of kit's caches: ``$KIT_HOME``, else ``$XDG_CACHE_HOME/kit``, else ~/.cache/kit."""
+    env = os.environ.get("KIT_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return (base / "kit").resolve()
+
+
+def display_path(path: Path) -> str:
+    """A path for reports: relative to KIT_HOME when inside it, never the user's home."""
+    path = path.resolve()
+    home = kit_home()
+    try:
+        return "$KIT_HOME/" + str(path.relative_to(home))
+    except ValueError:
+        pass
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def hash_tree(root: Path, skip: tuple[str, ...] = (MANIFEST,)) -> list[FileHash]:
+    files = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name not in skip and ".cache" not in p.relative_to(root).parts:
+            files.append(
+                FileHash(
+                    path=str(p.relative_to(root)), size=p.stat().st_size, sha256=sha256_file(p)
+                )
+            )
+    return files
+
+
+def identity_of(files: list[FileHash]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.path}\0{f.sha256}\n".encode())
+    return h.hexdigest()
+
+
+def _spec_key(spec: dict[str, Any]) -> str:
+    blob = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _read_manifest(directory: Path) -> ModelManifest | None:
+    path = directory / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        return ModelManifest.model_validate_json(path.read_text())
+    except ValueError:
+        log.warning("ignoring unreadable manifest %s", path)
+        return None
+
+
+def _write_manifest(directory: Path, manifest: ModelManifest) -> None:
+    tmp = directory / (MANIFEST + ".tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2))
+    os.replace(tmp, directory / MANIFEST)
+
+
+def _architecture(directory: Path) -> str | None:
+    try:
+        cfg = json.loads((directory / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    arch = cfg.get("architectures") or [None]
+    return str(arch[0]) if arch[0] else None
+
+
+# ---------------------------------------------------------------------------------------------
+# synthetic text, tokenizer and models
+
+_WORDS = [
+    "the",
+    "model",
+    "attention",
+    "token",
+    "layer",
+    "weight",
+    "query",
+    "key",
+    "value",
+    "head",
+    "matrix",
+    "vector",
+    "softmax",
+    "score",
+    "sequence",
+    "position",
+    "embedding",
+    "transformer",
+    "decoder",
+    "encoder",
+    "context",
+    "window",
+    "cache",
+    "memory",
+    "bandwidth",
+    "throughput",
+    "latency",
+    "prefill",
+    "decode",
+    "sample",
+    "temperature",
+    "probability",
+    "distribution",
+    "python",
+    "function",
+    "return",
+    "list",
+    "pivot",
+    "partition",
+    "sort",
+    "quicksort",
+    "recursion",
+    "array",
+    "index",
+    "element",
+    "compare",
+    "swap",
+    "left",
+    "right",
+    "middle",
+    "base",
+    "case",
+    "comment",
+    "step",
+    "explain",
+    "write",
+    "detailed",
+    "essay",
+    "word",
+    "implementation",
+    "each",
+    "with",
+    "of",
+    "and",
+    "to",
+    "in",
+    "for",
+    "is",
+    "that",
+    "this",
+    "by",
+    "on",
+    "as",
+    "are",
+    "it",
+    "be",
+    "from",
+    "at",
+    "an",
+    "or",
+    "which",
+    "can",
+    "each",
+    "when",
+    "into",
+    "more",
+    "most",
+    "than",
+    "other",
+    "all",
+    "any",
+    "many",
+    "some",
+    "such",
+    "only",
+    "also",
+    "then",
+    "so",
+]
+
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}"
+)
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>"]
+
+
+def generated_texts(count: int, seed: int, min_words: int = 24, max_words: int = 64) -> list[str]:
+    """Deterministic pseudo-English texts from a fixed word list (tokenizer corpus, calibration)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n = rng.randint(min_words, max_words)
+        words = [rng.choice(_WORDS) for _ in range(n)]
+        words[0] = words[0].capitalize()
+        out.append(" ".join(words) + ".")
+    return out
+
+
+def _train_tokenizer(vocab_size: int, seed: int, out: Path) -> dict[str, int]:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    # special tokens are added after training so that id 0 is a visible byte token
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - len(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    corpus = generated_texts(4000, seed)
+    corpus += [
+        "Write a detailed 800-word essay explaining transformer attention.",
+        "Write a Python implementation of quicksort with comments explaining each step.",
+    ] * 50
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok)
+    fast.add_special_tokens(
+        {
+            "eos_token": "<|im_end|>",
+            "pad_token": "<|endoftext|>",
+            "additional_special_tokens": ["<|im_start|>", "<|mask|>"],
+        }
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    ids = {t: int(fast.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS}
+    if len(fast) > vocab_size:
+        raise BadInputError(
+            f"tokenizer has {len(fast)} tokens, more than vocab_size {vocab_size}",
+            hint="raise model.shape.vocab_size",
+        )
+    return ids
+
+
+def _synthesise_target(spec: SyntheticModel, out: Path) -> int:
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    s = spec.shape
+    ids = _train_tokenizer(s.vocab_size, spec.seed, out)
+    config = Qwen3Config(
+        vocab_size=s.vocab_size,
+        hidden_size=s.hidden_size,
+        intermediate_size=s.intermediate_size,
+        num_hidden_layers=s.num_hidden_layers,
+        num_attention_heads=s.num_attention_heads,
+        num_key_value_heads=s.num_key_value_heads,
+        head_dim=s.head_dim,
+        max_position_embeddings=s.max_position_embeddings,
+        tie_word_embeddings=False,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+    )
+    torch.manual_seed(spec.seed)
+    dtype = getattr(torch, spec.dtype)
+    model = Qwen3ForCausalLM(config).to(dtype)
+    if spec.zero_final_norm:
+        with torch.no_grad():
+            model.model.norm.weight.zero_()
+    model.save_pretrained(out, safe_serialization=True)
+    GenerationConfig(
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+    ).save_pretrained(out)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _synthesise_draft(
+    target: SyntheticModel, draft: SyntheticDraft, target_dir: Path, out: Path
+) -> int:
+    """A DFlash draft matching the target: config.json + model.safetensors, no embeddings."""
+    import torch
+    from safetensors.torch import save_file
+
+    s = target.shape
+    tok_cfg = json.loads((target_dir / "tokenizer_config.json").read_text())
+    mask_id = _token_id(target_dir, "<|mask|>", tok_cfg)
+    layer_ids = draft.target_layer_ids or list(range(1, s.num_hidden_layers + 1))
+    config = {
+        "architectures": ["DFlashDraftModel"],
+        "model_type": "qwen3",
+        "hidden_size": s.hidden_size,
+        "intermediate_size": s.intermediate_size,
+        "num_hidden_layers": draft.num_hidden_layers,
+        "num_attention_heads": s.num_attention_heads,
+        "num_key_value_heads": s.num_key_value_heads,
+        "head_dim": s.head_dim,
+        "vocab_size": s.vocab_size,
+        "max_position_embeddings": s.max_position_embeddings,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "torch_dtype": target.dtype,
+        "block_size": draft.block_size,
+        "num_target_layers": s.num_hidden_layers,
+        "dflash_config": {"mask_token_id": mask_id, "target_layer_ids": layer_ids},
+    }
+    gen = torch.Generator().manual_seed(draft.seed)
+    dtype = getattr(torch, target.dtype)
+
+    def rand(*shape: int) -> Any:
+        return (torch.randn(*shape, generator=gen) * 0.02).to(dtype)
+
+    h, i, d = s.hidden_size, s.intermediate_size, s.head_dim
+    q, kv = s.num_attention_heads * d, s.num_key_value_heads * d
+    tensors: dict[str, Any] = {}
+    for n in range(draft.num_hidden_layers):
+        p = f"layers.{n}."
+        tensors |= {
+            p + "self_attn.q_proj.weight": rand(q, h),
+            p + "self_attn.k_proj.weight": rand(kv, h),
+            p + "self_attn.v_proj.weight": rand(kv, h),
+            p + "self_attn.o_proj.weight": rand(h, q),
+            p + "self_attn.q_norm.weight": torch.ones(d, dtype=dtype),
+            p + "self_attn.k_norm.weight": torch.ones(d, dtype=dtype),
+            p + "mlp.gate_proj.weight": rand(i, h),
+            p + "mlp.up_proj.weight": rand(i, h),
+            p + "mlp.down_proj.weight": rand(h, i),
+            p + "input_layernorm.weight": torch.ones(h, dtype=dtype),
+            p + "post_attention_layernorm.weight": torch.ones(h, dtype=dtype),
+        }
+    tensors["fc.weight"] = rand(h, h * len(layer_ids))
+    tensors["hidden_norm.weight"] = torch.ones(h, dtype=dtype)
+    norm = torch.zeros(h, dtype=dtype) if draft.zero_final_norm else torch.ones(h, dtype=dtype)
+    tensors["norm.weight"] = norm
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / "model.safetensors"))
+    return sum(int(t.numel()) for t in tensors.values())
+
+
+def _token_id(model_dir: Path, token: str, tok_cfg: dict[str, Any]) -> int:
+    decoder = tok_cfg.get("added_tokens_decoder", {})
+    for key, value in decoder.items():
+        if value.get("content") == token:
+            return int(key)
+    tok = json.loads((model_dir / "tokenizer.json").read_text())
+    for added in tok.get("added_tokens", []):
+        if added.get("content") == token:
+            return int(added["id"])
+    raise BadInputError(f"{model_dir}: token {token} not in the tokenizer")
+
+
+# ---------------------------------------------------------------------------------------------
+# the stage
+
+
+def _build_cached(
+    kind: str, spec: dict[str, Any], role: Literal["target", "draft"], build: Any
+) -> ModelManifest:
+    """Run ``build(tmpdir) -> params`` once per spec; later calls reuse the directory."""
+    key = _spec_key(spec)
+    final = kit_home() / "models" / f"{kind}-{key}"
+    cached = _read_manifest(final)
+    if cached is not None:
+        log.info("model: cache hit for %s %s (%s), no work done", role, kind, display_path(final))
+        return cached.model_copy(update={"cached": True, "duration_s": 0.0})
+    tmp = final.with_name(final.name + f".partial-{os.getpid()}")
+    if tmp.exists():
+        import shutil
+
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    t0 = time.monotonic()
+    params = build(tmp)
+    files = hash_tree(tmp)
+    manifest = ModelManifest(
+        role=role,
+        source="synthetic",
+        spec=spec,
+        architecture=_architecture(tmp),
+        parameters=params,
+        files=files,
+        identity=identity_of(files),
+        directory=display_path(final),
+        duration_s=round(time.monotonic() - t0, 3),
+        cached=False,
+    )
+    _write_manifest(tmp, manifest)
+    if final.exists():
+        import shutil
+
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return manifest
+
+
+def synthesise(spec: SyntheticModel) -> tuple[Path, ModelManifest]:
+    data = {"generator": SYNTH_VERSION, **spec.model_dump(mode="json")}
+    manifest = _build_cached("synthetic", data, "target", lambda d: _synthesise_target(spec, d))
+    return model_dir(manifest), manifest
+
+
+def synthesise_draft(target: SyntheticModel, draft: SyntheticDraft) -> tuple[Path, ModelManifest]:
+    tdir, tman = synthesise(target)
+    data = {"generator": SYNTH_VERSION, "target": tman.identity, **draft.model_dump(mode="json")}
+    manifest = _build_cached(
+        "dflash-draft", data, "draft", lambda d: _synthesise_draft(target, draft, tdir, d)
+    )
+    return model_dir(manifest), manifest
+
+
+def model_dir(manifest: ModelManifest) -> Path:
+    d = manifest.directory
+    if d.startswith("$KIT_HOME/"):
+        return kit_home() / d[len("$KIT_HOME/") :]
+    if d.startswith("~/"):
+        return Path.home() / d[2:]
+    return Path(d)
+
+
+def download(spec: HubModel, role: Literal["target", "draft"]) -> tuple[Path, ModelManifest]:
+    """Download a pinned revision with huggingface_hub (token only from the environment)."""
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    except ImportError as exc:
+        raise EnvironmentProblem(
+            "huggingface_hub is not installed", hint="pip install 'kit[build]'"
+        ) from exc
+    cache = kit_home() / "hub"
+    t0 = time.monotonic()
+    log.info("model: downloading %s@%s", spec.repo_id, spec.revision)
+    try:
+        path = Path(
+            snapshot_download(
+                repo_id=spec.repo_id,
+                revision=spec.revision,
+                allow_patterns=spec.allow_patterns,
+                cache_dir=str(cache),
+            )
+        )
+    except LocalEntryNotFoundError as exc:
+        raise EnvironmentProblem(
+            f"{spec.repo_id}@{spec.revision}: not in the local cache and the hub is unreachable",
+            hint="check the network, or unset HF_HUB_OFFLINE; set HF_TOKEN for gated models",
+        ) from exc
+    except HfHubHTTPError as exc:
+        raise EnvironmentProblem(
+            f"{spec.repo_id}@{spec.revision}: download failed: {exc}",
+            hint="check repo_id and revision; set HF_TOKEN in the environment for gated models",
+        ) from exc
+    resolved = path.name  # snapshots/<commit sha>
+    files = hash_tree(path)
+    manifest = ModelManifest(
+        role=role,
+        source="hub",
+        repo_id=spec.repo_id,
+        revision=spec.revision,
+        resolved_revision=resolved,
+        architecture=_architecture(path),
+        files=files,
+        identity=identity_of(files),
+        directory=display_path(path),
+        duration_s=round(time.monotonic() - t0, 3),
+        cached=False,
+    )
+    return path, manifest
+
+
+def local(
+    spec: LocalModel, loaded: LoadedRecipe, role: Literal["target", "draft"], field: str
+) -> tuple[Path, ModelManifest]:
+    path = loaded.resolve_path(spec.path)
+    if not (path / "config.json").is_file():
+        raise BadInputError(
+            f"{loaded.path.name}: {field}.path: {spec.path}: no config.json there",
+            hint="point at a Hugging Face model directory",
+        )
+    files = hash_tree(path)
+    return path, ModelManifest(
+        role=role,
+        source="local",
+        architecture=_architecture(path),
+        files=files,
+        identity=identity_of(files),
+        directory=display_path(path),
+        duration_s=0.0,
+        cached=False,
+    )
+
+
+def fetch_model(loaded: LoadedRecipe) -> tuple[Path, ModelManifest]:
+    """The target model of a recipe, as a directory and its manifest."""
+    spec = loaded.recipe.model
+    if isinstance(spec, SyntheticModel):
+        return synthesise(spec)
+    if isinstance(spec, HubModel):
+        return download(spec, "target")
+    return local(spec, loaded, "target", "model")
+
+
+def fetch_draft(loaded: LoadedRecipe) -> tuple[Path, ModelManifest] | None:
+    """The speculative draft of a recipe, when it has one."""
+    draft = loaded.recipe.speculative.draft
+    if draft is None:
+        return None
+    if isinstance(draft, SyntheticDraft):
+        target = loaded.recipe.model
+        assert isinstance(target, SyntheticModel)  # the recipe validator guarantees it
+        return synthesise_draft(target, draft)
+    if isinstance(draft, HubModel):
+        return download(draft, "draft")
+    return local(draft, loaded, "draft", "speculative.draft")

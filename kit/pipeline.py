@@ -1,0 +1,257 @@
+"""The whole pipeline: model -> quantize -> engine -> serve -> bench -> report.
+
+Each stage is a function of its own module; this module only sequences them, keeps what was
+measured when a later stage fails, and writes the report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit import engine as engine_mod
+from kit.bench import Bencher, BenchResult, RequestRecord, model_info
+from kit.engine import EngineEnv
+from kit.errors import KitError, ServerError
+from kit.model import ModelManifest, display_path, fetch_draft, fetch_model
+from kit.progress import Status
+from kit.quantize import QuantManifest, quantize
+from kit.recipe import LoadedRecipe
+from kit.report import (
+    Report,
+    ServerInfo,
+    base_versions,
+    new_run_id,
+    non_canonical_reasons,
+    now_utc,
+)
+from kit.serve import NativeRuntime, RunningServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Built:
+    """What the build stages produced."""
+
+    model_dir: Path
+    model: ModelManifest
+    draft_dir: Path | None
+    draft: ModelManifest | None
+    served_dir: Path
+    quantization: QuantManifest | None
+
+
+def build(loaded: LoadedRecipe) -> Built:
+    """Model (and draft) + quantization, each cached."""
+    model_dir, model = fetch_model(loaded)
+    log.info(
+        "model: %s (%s, %s)",
+        display_path(model_dir),
+        model.source,
+        "cached" if model.cached else f"{model.duration_s:.1f} s",
+    )
+    draft = fetch_draft(loaded)
+    served_dir, qman = quantize(loaded, model_dir, model)
+    return Built(
+        model_dir=model_dir,
+        model=model,
+        draft_dir=draft[0] if draft else None,
+        draft=draft[1] if draft else None,
+        served_dir=served_dir,
+        quantization=qman,
+    )
+
+
+def _display_argv(argv: list[str]) -> list[str]:
+    out = []
+    for a in argv:
+        p = Path(a)
+        out.append(display_path(p) if p.is_absolute() and p.exists() else a)
+    return out
+
+
+def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
+    recipe = loaded.recipe
+    data = recipe.to_json_dict()
+    reasons = non_canonical_reasons(data)
+    notes = []
+    if recipe.bench.ignore_eos:
+        notes.append("ignore_eos was set: figures are not comparable with canonical runs")
+    return Report(
+        schema_version=1,
+        kind="kit.report",
+        run_id=run_id,
+        created_at=now_utc(),
+        kit_version=base_versions()["kit"],
+        status="incomplete",
+        canonical=not reasons,
+        non_canonical=reasons,
+        recipe_name=recipe.name,
+        recipe_file=loaded.path.name,
+        recipe_overrides=list(loaded.overrides),
+        recipe=data,
+        recipe_sha256=recipe.sha256(),
+        versions=base_versions(),
+        notes=notes,
+    )
+
+
+def finish_report(
+    report: Report,
+    *,
+    built: Built | None,
+    env: EngineEnv | None,
+    server: RunningServer | None,
+    result: BenchResult | None,
+    failure: str | None,
+) -> Report:
+    versions = dict(report.versions)
+    if env is not None:
+        versions[env.name] = env.version
+        versions.update({f"engine.{k}": v for k, v in env.versions.items() if k != env.name})
+    if built is not None and built.quantization is not None:
+        versions.update({f"build.{k}": v for k, v in built.quantization.versions.items()})
+    complete = failure is None and result is not None and result.complete
+    reason = failure or (result.incomplete_reason if result else "no bench ran")
+    return report.model_copy(
+        update={
+            "created_at": now_utc(),
+            "versions": versions,
+            "status": "complete" if complete else "incomplete",
+            "incomplete_reason": None if complete else reason,
+            "engine": env.for_report() if env else None,
+            "model": built.model if built else None,
+            "draft": built.draft if built else None,
+            "quantization": built.quantization if built else None,
+            "server": ServerInfo(
+                runtime="native",
+                argv=_display_argv(server.argv),
+                env=server.env,
+                boot_s=server.boot_s,
+                log_file=server.log_path.name,
+            )
+            if server
+            else None,
+            "bench": result,
+        }
+    )
+
+
+def write_report(report: Report, out_dir: Path) -> Path:
+    from kit.report import report_bytes
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "report.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(report_bytes(report))
+    os.replace(tmp, path)
+    return path
+
+
+def _progress_line(status: Status, total: int) -> object:
+    count = {"n": 0}
+
+    def on_request(rec: RequestRecord) -> None:
+        count["n"] += 1
+        tok = rec.completion_tokens if rec.completion_tokens is not None else "-"
+        msg = (
+            f"bench: {rec.prompt} {rec.phase} #{rec.index + 1}: {tok} tokens"
+            + (f", {rec.decode_tps:.1f} decode tok/s" if rec.decode_tps else "")
+            + (f" ERROR {rec.error}" if rec.error else "")
+        )
+        status.done()
+        log.info("%s [%d/%d]", msg, count["n"], total)
+
+    return on_request
+
+
+def planned_requests(loaded: LoadedRecipe) -> int:
+    b = loaded.recipe.bench
+    n = len(b.prompts) * (b.warmups + b.runs)
+    if b.prefill:
+        n += len(b.prefill.depths) * (b.prefill.runs + b.prefill.warmups)
+    return n
+
+
+def reproduce(
+    loaded: LoadedRecipe,
+    out_root: Path,
+    *,
+    engine_python: str | None = None,
+    port: int | None = None,
+) -> tuple[Report, Path]:
+    """Run every stage natively and write the report; returns it and its path.
+
+    A failure after the build still writes a report marked incomplete (with the runs made so
+    far) before the error propagates.
+    """
+    run_id = new_run_id()
+    out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
+    report = new_report(loaded, run_id)
+    built = build(loaded)
+    env: EngineEnv | None = None
+    server: RunningServer | None = None
+    result: BenchResult | None = None
+    status = Status()
+    try:
+        env = engine_mod.resolve(
+            loaded.recipe.server.engine, loaded.recipe.server.patches, engine_python
+        )
+        runtime = NativeRuntime(env, progress=lambda s: status(f"serve: booting ({s:.0f} s)"))
+        with runtime.start(
+            loaded.recipe, built.served_dir, built.draft_dir, out_dir / "server.log", port
+        ) as server:
+            status.done()
+            model_name, max_len = model_info(server.url)
+            bencher = Bencher(
+                server.url,
+                loaded.recipe.bench,
+                model_name,
+                max_model_len=max_len,
+                alive=server.exit_reason,
+                on_request=_progress_line(status, planned_requests(loaded)),
+            )
+            result = bencher.run()
+    except (KitError, KeyboardInterrupt) as exc:
+        status.done()
+        failure = (
+            "interrupted by the user"
+            if isinstance(exc, KeyboardInterrupt)
+            else str(getattr(exc, "message", exc))
+        )
+        report = finish_report(
+            report, built=built, env=env, server=server, result=result, failure=failure
+        )
+        path = write_report(report, out_dir)
+        log.error("partial report kept: %s", path)
+        if isinstance(exc, ServerError) and exc.log_tail:
+            log.error("server log tail:\n%s", exc.log_tail)
+        raise
+    report = finish_report(report, built=built, env=env, server=server, result=result, failure=None)
+    return report, write_report(report, out_dir)
+
+
+def bench_target(url: str, loaded: LoadedRecipe, out_root: Path) -> tuple[Report, Path]:
+    """Bench an already running OpenAI server with the recipe's protocol."""
+    run_id = new_run_id()
+    report = new_report(loaded, run_id)
+    model_name, max_len = model_info(url)
+    status = Status()
+    result = Bencher(
+        url,
+        loaded.recipe.bench,
+        model_name,
+        max_model_len=max_len,
+        on_request=_progress_line(status, planned_requests(loaded)),
+    ).run()
+    report = finish_report(report, built=None, env=None, server=None, result=result, failure=None)
+    report = report.model_copy(
+        update={
+            "server": ServerInfo(runtime="external", argv=[], env={}, boot_s=None),
+            "notes": [*report.notes, f"benchmarked a server kit did not start ({url})"],
+        }
+    )
+    return report, write_report(report, out_root / f"{loaded.recipe.name}-{run_id}")

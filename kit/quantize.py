@@ -1,0 +1,270 @@
+"""Quantize stage: AutoRound weight-only quantization, cached by what determines its output.
+
+The cache key hashes the model's content identity, the recipe's quantization parameters
+(with the calibration data's own hash) and the auto-round version; a second run with the
+same inputs reuses the output and says so. AutoRound runs in a child interpreter
+(``python -m kit.quantize JOB``) because it starts worker processes and holds a lot of memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kit.errors import BadInputError, EnvironmentProblem
+from kit.model import (
+    FileHash,
+    ModelManifest,
+    display_path,
+    generated_texts,
+    hash_tree,
+    identity_of,
+    kit_home,
+)
+from kit.recipe import (
+    AutoRoundQuantization,
+    FileCalibration,
+    GeneratedCalibration,
+    HubCalibration,
+    InlineCalibration,
+    LoadedRecipe,
+    SyntheticModel,
+)
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "kit-quant-manifest.json"
+
+
+class QuantManifest(BaseModel):
+    """What the quantize stage produced, and from what."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(description="Quantization method.")
+    key: str = Field(description="Cache key: sha256 of the inputs below.")
+    inputs: dict[str, Any] = Field(description="Model identity, parameters, calibration hash.")
+    versions: dict[str, str] = Field(description="auto-round, torch, transformers versions.")
+    device: str = Field(description="Where AutoRound ran.")
+    duration_s: float = Field(description="Wall time of the quantization itself.")
+    files: list[FileHash] = Field(description="Output files with sha256.")
+    identity: str = Field(description="sha256 over the output file hashes.")
+    directory: str = Field(description="Output model directory (KIT_HOME-relative).")
+    quantization_config: dict[str, Any] = Field(description="The checkpoint's quant config.")
+    cached: bool = Field(False, description="Reused from an earlier run (no work done).")
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def calibration_texts(q: AutoRoundQuantization, loaded: LoadedRecipe) -> tuple[Any, str]:
+    """The dataset argument for AutoRound and a hash identifying its content."""
+    cal = q.calibration
+    if isinstance(cal, HubCalibration):
+        return cal.dataset, "hub:" + cal.dataset
+    if isinstance(cal, FileCalibration):
+        path = loaded.resolve_path(cal.path)
+        try:
+            lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+        except OSError as exc:
+            raise BadInputError(
+                f"{loaded.path.name}: quantization.calibration.path: {cal.path}: {exc.strerror}"
+            ) from None
+        if not lines:
+            raise BadInputError(
+                f"{loaded.path.name}: quantization.calibration.path: {cal.path}: file is empty"
+            )
+        texts = lines
+    elif isinstance(cal, InlineCalibration):
+        texts = list(cal.texts)
+    else:
+        assert isinstance(cal, GeneratedCalibration)
+        seed = loaded.recipe.model.seed if isinstance(loaded.recipe.model, SyntheticModel) else 0
+        texts = generated_texts(cal.samples, seed + 7919, min_words=48, max_words=96)
+    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
+    return texts, "sha256:" + digest
+
+
+def cache_key(
+    model: ModelManifest, q: AutoRoundQuantization, calibration_id: str
+) -> tuple[str, dict[str, Any]]:
+    params = q.model_dump(mode="json")
+    params.pop("calibration")
+    inputs = {
+        "model_identity": model.identity,
+        "parameters": params,
+        "calibration": calibration_id,
+        "auto_round": _version("auto-round"),
+    }
+    blob = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest(), inputs
+
+
+def quantize(
+    loaded: LoadedRecipe, model_path: Path, model: ModelManifest
+) -> tuple[Path, QuantManifest | None]:
+    """Quantize the model as the recipe says; ``(model_path, None)`` when it says none."""
+    q = loaded.recipe.quantization
+    if not isinstance(q, AutoRoundQuantization):
+        return model_path, None
+    if _version("auto-round") == "not installed":
+        raise EnvironmentProblem(
+            "auto-round is not installed in kit's environment", hint="pip install 'kit[build]'"
+        )
+    dataset, calibration_id = calibration_texts(q, loaded)
+    key, inputs = cache_key(model, q, calibration_id)
+    root = kit_home() / "quantized" / key[:24]
+    manifest_path = root / MANIFEST
+    if manifest_path.exists():
+        try:
+            cached = QuantManifest.model_validate_json(manifest_path.read_text())
+        except ValueError:
+            cached = None
+        if cached is not None and cached.key == key:
+            out = root / "model"
+            if all(
+                (out / f.path).is_file() and (out / f.path).stat().st_size == f.size
+                for f in cached.files
+            ):
+                log.info("quantize: cache hit %s, no work done", display_path(root))
+                return out, cached.model_copy(update={"cached": True})
+            log.warning("quantize: cached output at %s is incomplete; redoing", root)
+    if root.exists():
+        shutil.rmtree(root)
+    work = root.with_name(root.name + f".partial-{os.getpid()}")
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    job = {
+        "model": str(model_path),
+        "out": str(work / "raw"),
+        "dataset": dataset,
+        "params": q.model_dump(mode="json"),
+    }
+    job_path = work / "job.json"
+    job_path.write_text(json.dumps(job))
+    log.info(
+        "quantize: AutoRound W%d g%d %s, %d iters, %d samples x %d tokens",
+        q.bits,
+        q.group_size,
+        "sym" if q.sym else "asym",
+        q.iters,
+        q.nsamples,
+        q.seqlen,
+    )
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "kit.quantize", str(job_path)],
+        stdout=subprocess.PIPE,
+        stderr=None,
+        text=True,
+        check=False,
+    )
+    duration = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise EnvironmentProblem(
+            f"AutoRound failed (exit {proc.returncode}); partial output kept in {work}",
+            hint="the messages above come from auto-round; KIT_DEBUG=1 shows more",
+        )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    produced = Path(result["folder"])
+    out = work / "model"
+    os.replace(produced, out)
+    shutil.rmtree(work / "raw", ignore_errors=True)
+    files = hash_tree(out)
+    config = json.loads((out / "config.json").read_text())
+    manifest = QuantManifest(
+        method="autoround",
+        key=key,
+        inputs=inputs,
+        versions={
+            "auto_round": _version("auto-round"),
+            "torch": _version("torch"),
+            "transformers": _version("transformers"),
+        },
+        device=result["device"],
+        duration_s=round(duration, 3),
+        files=files,
+        identity=identity_of(files),
+        directory=display_path(root / "model"),
+        quantization_config=config.get("quantization_config", {}),
+    )
+    (work / MANIFEST).write_text(manifest.model_dump_json(indent=2))
+    job_path.unlink()
+    os.replace(work, root)
+    log.info("quantize: done in %.1f s -> %s", duration, display_path(root / "model"))
+    return root / "model", manifest
+
+
+def _run_job(job_path: str) -> None:
+    """Child-process entry: run AutoRound on one job and print the output folder as JSON."""
+    import torch
+    from auto_round import AutoRound
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    job = json.loads(Path(job_path).read_text())
+    p = job["params"]
+    device = p["device"]
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(job["model"], torch_dtype="auto")
+    tokenizer = AutoTokenizer.from_pretrained(job["model"])
+    kwargs: dict[str, Any] = dict(
+        bits=p["bits"],
+        group_size=p["group_size"],
+        sym=p["sym"],
+        iters=p["iters"],
+        nsamples=p["nsamples"],
+        seqlen=p["seqlen"],
+        batch_size=p["batch_size"],
+        dataset=job["dataset"],
+        seed=p["seed"],
+        enable_torch_compile=False,
+        device_map="cpu" if device == "cpu" else 0,
+    )
+    if p["disable_opt_rtn"]:
+        kwargs["disable_opt_rtn"] = True
+    ar = AutoRound(model, tokenizer, **kwargs)
+    returned = ar.quantize_and_save(job["out"], format=p["format"])
+    # auto-round returns (model, folders) in some versions and a folder in others: find the
+    # written checkpoint on disk rather than trusting the return shape
+    candidates = [
+        Path(x)
+        for x in (returned if isinstance(returned, (list, tuple)) else [returned])
+        if isinstance(x, (str, Path))
+    ]
+    candidates += sorted(c.parent for c in Path(job["out"]).rglob("config.json"))
+    folder = next((c for c in candidates if (c / "config.json").is_file()), None)
+    if folder is None:
+        raise SystemExit(f"AutoRound wrote no config.json under {job['out']}")
+    # tokenizer files travel with the quantized checkpoint
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "chat_template.jinja",
+        "generation_config.json",
+    ):
+        src = Path(job["model"]) / name
+        if src.exists() and not (folder / name).exists():
+            shutil.copy2(src, folder / name)
+    sys.stdout.write(json.dumps({"folder": str(folder), "device": device}) + "\n")
+
+
+if __name__ == "__main__":
+    _run_job(sys.argv[1])
