@@ -23,7 +23,7 @@ from kit.recipe import HubModel, LoadedRecipe, LocalModel, SyntheticDraft, Synth
 
 log = logging.getLogger(__name__)
 
-SYNTH_VERSION = "1"  # bump when the generator's output changes for the same spec
+SYNTH_VERSION = "2"  # bump when the generator's output changes for the same spec
 MANIFEST = "kit-model-manifest.json"
 
 
@@ -335,6 +335,20 @@ def _synthesise_target(spec: SyntheticModel, out: Path) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def default_target_layers(num_layers: int, count: int = 5) -> list[int]:
+    """Evenly spaced target layers for a DFlash draft.
+
+    vLLM reads ``target_layer_ids`` as zero-based layers whose output feeds the draft and
+    collects the hidden state entering layer ``id + 1``, so the last layer cannot be used:
+    ids lie in ``0 .. num_layers - 2``.
+    """
+    top = max(num_layers - 2, 0)
+    n = min(count, top + 1)
+    if n == 1:
+        return [0]
+    return sorted({round(i * top / (n - 1)) for i in range(n)})
+
+
 def _synthesise_draft(
     target: SyntheticModel, draft: SyntheticDraft, target_dir: Path, out: Path
 ) -> int:
@@ -345,7 +359,7 @@ def _synthesise_draft(
     s = target.shape
     tok_cfg = json.loads((target_dir / "tokenizer_config.json").read_text())
     mask_id = _token_id(target_dir, "<|mask|>", tok_cfg)
-    layer_ids = draft.target_layer_ids or list(range(1, s.num_hidden_layers + 1))
+    layer_ids = draft.target_layer_ids or default_target_layers(s.num_hidden_layers)
     config = {
         "architectures": ["DFlashDraftModel"],
         "model_type": "qwen3",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,14 +152,14 @@ def write_report(report: Report, out_dir: Path) -> Path:
     return path
 
 
-def _progress_line(status: Status, total: int) -> object:
+def _progress_line(status: Status, total: int) -> Callable[[RequestRecord], None]:
     count = {"n": 0}
 
     def on_request(rec: RequestRecord) -> None:
         count["n"] += 1
         tok = rec.completion_tokens if rec.completion_tokens is not None else "-"
         msg = (
-            f"bench: {rec.prompt} {rec.phase} #{rec.index + 1}: {tok} tokens"
+            f"bench: {rec.prompt} {rec.phase} #{rec.index}: {tok} tokens"
             + (f", {rec.decode_tps:.1f} decode tok/s" if rec.decode_tps else "")
             + (f" ERROR {rec.error}" if rec.error else "")
         )

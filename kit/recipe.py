@@ -386,8 +386,11 @@ class Recipe(_Model):
             else:
                 ids = self.speculative.draft.target_layer_ids
                 n = self.model.shape.num_hidden_layers
-                if ids is not None and any(i < 0 or i >= n + 1 for i in ids):
-                    problems.append(f"speculative.draft.target_layer_ids must lie in 0..{n}")
+                if ids is not None and any(i < 0 or i > n - 2 for i in ids):
+                    problems.append(
+                        f"speculative.draft.target_layer_ids must lie in 0..{n - 2} "
+                        "(the last layer's output cannot feed a DFlash draft)"
+                    )
         if self.server.engine.device == "cpu" and self.server.tensor_parallel_size > 1:
             problems.append("server.tensor_parallel_size: the CPU engine serves with 1")
         if self.bench.prefill is not None:

@@ -1,0 +1,57 @@
+"""The host probe: what the machine is, how its GPUs behave while measured, what is wrong.
+
+- :func:`probe_host` reads NVML, nvidia-smi and the host into a raw dump
+  (:func:`collect_nvml_dump`) and builds a :class:`HostProbe` from it
+  (:func:`host_probe_from_dump`); recorded dumps go through the same parsing.
+- :class:`GpuSampler` samples the GPUs on a background thread during a benchmark.
+- :func:`probe_findings` turns both into findings for the report's validity verdict.
+
+Works without a GPU: the probe then has no GPUs and says why in ``nvml_error``.
+"""
+
+from __future__ import annotations
+
+from kit.probe.dump import anonymize_dump, collect_host_facts, collect_nvml_dump
+from kit.probe.findings import probe_findings
+from kit.probe.models import (
+    Finding,
+    GpuInfo,
+    GpuSample,
+    GpuSampling,
+    GpuSummary,
+    HostProbe,
+    Mark,
+    Unavailable,
+    VramTriplet,
+)
+from kit.probe.parse import host_probe_from_dump, probe_to_json, redact_value
+from kit.probe.sampler import GpuSampler, build_sampling, energy_per_token_j, window_energy
+
+__all__ = [
+    "Finding",
+    "GpuInfo",
+    "GpuSample",
+    "GpuSampler",
+    "GpuSampling",
+    "GpuSummary",
+    "HostProbe",
+    "Mark",
+    "Unavailable",
+    "VramTriplet",
+    "anonymize_dump",
+    "build_sampling",
+    "collect_host_facts",
+    "collect_nvml_dump",
+    "energy_per_token_j",
+    "host_probe_from_dump",
+    "probe_findings",
+    "probe_host",
+    "probe_to_json",
+    "redact_value",
+    "window_energy",
+]
+
+
+def probe_host(redact: bool = True) -> HostProbe:
+    """Probe this machine. Never fails for want of a GPU: see ``HostProbe.nvml_error``."""
+    return host_probe_from_dump(collect_nvml_dump(), redact=redact)

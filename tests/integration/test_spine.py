@@ -1,0 +1,135 @@
+"""The spine against a real vLLM CPU server serving the AutoRound-INT4 synthetic model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from kit.bench import Bencher, model_info
+from kit.pipeline import Built, build, finish_report, new_report, write_report
+from kit.recipe import Bench, LoadedRecipe, Prefill, Prompt
+from kit.report import Report
+from kit.serve import RunningServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SMALL = dict(warmups=1, runs=2, ignore_eos=True)
+
+
+def small_bench(recipe: LoadedRecipe) -> Bench:
+    b = recipe.recipe.bench
+    prompts = [Prompt(name=p.name, text=p.text, max_tokens=48) for p in b.prompts]
+    prefill = Prefill(depths=[300, 100000], runs=1, warmups=1, max_tokens=8)
+    return b.model_copy(update={**SMALL, "prompts": prompts, "prefill": prefill})
+
+
+def test_quantized_model_is_autoround_int4(built: Built) -> None:
+    assert built.quantization is not None
+    qc = built.quantization.quantization_config
+    assert (qc["quant_method"], qc["bits"], qc["group_size"], qc["sym"]) == (
+        "auto-round",
+        4,
+        128,
+        True,
+    )
+    assert built.quantization.inputs["model_identity"] == built.model.identity
+    assert all(len(f.sha256) == 64 for f in built.quantization.files)
+    assert built.draft is not None and built.draft.architecture == "DFlashDraftModel"
+
+
+def test_second_build_is_a_cache_hit(cpu_recipe: LoadedRecipe, built: Built) -> None:
+    again = build(cpu_recipe)
+    assert again.model.cached and again.quantization is not None and again.quantization.cached
+    assert again.quantization.identity == built.quantization.identity  # type: ignore[union-attr]
+    assert again.served_dir == built.served_dir
+
+
+def test_bench_real_server(
+    cpu_recipe: LoadedRecipe, server: RunningServer, built: Built, tmp_path: Path
+) -> None:
+    name, max_len = model_info(server.url)
+    assert max_len == cpu_recipe.recipe.server.max_model_len
+    bench = small_bench(cpu_recipe)
+    result = Bencher(server.url, bench, name, max_model_len=max_len, alive=server.exit_reason).run()
+    assert result.complete, result.incomplete_reason
+    measured = [r for r in result.records if r.phase == "measured"]
+    assert len(measured) == 4 and len(result.records) == 6 + 2
+    for r in measured:
+        # ignore_eos: every run generates max_tokens, counted from usage
+        assert r.completion_tokens == 48 and r.usable
+        assert r.ttft_s is not None and r.wall_s is not None and 0 < r.ttft_s < r.wall_s
+        assert r.decode_tps == pytest.approx(48 / (r.wall_s - r.ttft_s))
+    for p in result.prompts:
+        assert p.usable == 2 and p.decode_tps.mean and p.decode_tps.mean > 0
+        # the server's own count over the measured window equals the usage totals
+        assert p.server is not None and p.server.generation_tokens == 2 * 48
+        assert p.spec_decode is not None and p.spec_decode.drafts > 0
+        assert p.spec_decode.draft_tokens == 7 * p.spec_decode.drafts
+    assert result.spec_decode is not None
+    shallow, deep = result.prefill
+    assert shallow.status == "measured" and shallow.prefill_tps and shallow.prefill_tps.mean
+    assert shallow.prompt_tokens and abs((shallow.prompt_tokens.mean or 0) - 300) < 60
+    assert deep.status == "skipped" and "beyond the served context" in (deep.reason or "")
+    salts = {r.salt for r in result.records if r.salt}
+    assert len(salts) == 2  # every prefill request is unique
+
+    report = finish_report(
+        new_report(cpu_recipe, "test"),
+        built=built,
+        env=None,
+        server=server,
+        result=result,
+        failure=None,
+    )
+    path = write_report(report, tmp_path)
+    data = json.loads(path.read_bytes())
+    schema = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    assert Report.model_validate(data).status == "complete"
+    assert data["recipe_sha256"] == cpu_recipe.recipe.sha256()
+    assert "--speculative-config" in data["server"]["argv"]
+    assert not any(str(Path.home()) in a for a in data["server"]["argv"] if "/" in a)
+
+
+def test_kit_bench_cli_against_running_server(
+    cpu_recipe: LoadedRecipe, server: RunningServer, tmp_path: Path
+) -> None:
+    sets = [
+        "--set",
+        "bench.warmups=0",
+        "--set",
+        "bench.runs=1",
+        "--set",
+        "bench.prefill=null",
+        "--set",
+        "bench.prompts.0.max_tokens=16",
+        "--set",
+        "bench.prompts.1.max_tokens=16",
+    ]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kit.cli",
+            "bench",
+            "--target",
+            server.url,
+            str(cpu_recipe.path),
+            *sets,
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(Path(proc.stdout.strip()).read_bytes())
+    assert report["server"]["runtime"] == "external"
+    assert [p["usable"] for p in report["bench"]["prompts"]] == [1, 1]
+    assert "narrative" in proc.stderr and "decode TPS" in proc.stderr
