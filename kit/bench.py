@@ -341,6 +341,7 @@ class Bencher:
         timeout = httpx.Timeout(connect=10.0, read=bench.stall_timeout_s, write=30.0, pool=10.0)
         self.client = httpx.Client(timeout=timeout)
         self.hooks: list[Callable[[str], None]] = []  # phase marks for samplers
+        self.soft_failures: list[str] = []  # measurements that failed without ending the bench
 
     def _mark(self, label: str) -> None:
         for hook in self.hooks:
@@ -409,6 +410,8 @@ class Bencher:
                 for depth in self.bench.prefill.depths:
                     prefill.append(self._prefill(depth))
             self._mark("post")
+            if self.soft_failures:
+                reason = "; ".join(self.soft_failures)
         except BenchAborted as exc:
             reason = str(exc)
             log.error("bench: stopped early: %s", reason)
@@ -439,30 +442,62 @@ class Bencher:
             spec_decode=add_spec(windows),
         )
 
+    def _count_tokens(self, text: str) -> int | None:
+        """Prompt tokens for a chat message via vLLM's /tokenize; None when unsupported."""
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": text}],
+            "add_generation_prompt": True,
+            "chat_template_kwargs": dict(self.bench.chat_template_kwargs),
+        }
+        try:
+            resp = self.client.post(self.url + "/tokenize", json=body)
+            return int(resp.json()["count"]) if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+
+    def _words_for(self, depth: int) -> int | None:
+        """Filler words giving ``depth`` prompt tokens, fitted on two /tokenize counts."""
+        a_words, b_words = 64, 512
+        a = self._count_tokens(_filler(a_words, "0" * 16))
+        b = self._count_tokens(_filler(b_words, "0" * 16))
+        if a is None or b is None or b <= a:
+            return None
+        per_word = (b - a) / (b_words - a_words)
+        fixed = a - per_word * a_words
+        return max(int((depth - fixed) / per_word), 1)
+
     def _prefill(self, depth: int) -> PrefillResult:
         p = self.bench.prefill
         assert p is not None
         limit = self.max_model_len
         if limit is not None and depth + p.max_tokens + 64 > limit:
             return PrefillResult(
-                depth=depth, status="skipped", reason=f"beyond the served context ({limit} tokens)"
+                depth=depth,
+                status="skipped",
+                reason=f"beyond the served context ({limit} tokens)",
             )
         name = f"prefill-{depth}"
-        # calibrate words -> tokens with a first (discarded) request, then correct each run
-        words = max(int(depth * 0.7), 16)
-        ratio: float | None = None
-        for i in range(p.warmups + p.runs):
-            phase: Phase = "prefill_warmup" if i < p.warmups else "prefill"
-            if ratio is not None:
-                words = max(int(depth / ratio), 16)
-            salt = secrets.token_hex(8)
-            body = request_body(self.bench, self.model, _filler(words, salt), p.max_tokens)
-            body.pop("ignore_eos", None)
-            rec = self._one(
-                body, name, phase, i if phase == "prefill_warmup" else i - p.warmups, salt=salt
-            )
-            if rec.prompt_tokens:
-                ratio = rec.prompt_tokens / words
+        words = self._words_for(depth)
+        # without /tokenize, the calibrating warm-up starts low and each run rescales
+        calibrate = words is None
+        if words is None:
+            words = max(depth // 4, 16)
+        try:
+            for i in range(p.warmups + p.runs):
+                phase: Phase = "prefill_warmup" if i < p.warmups else "prefill"
+                salt = secrets.token_hex(8)
+                body = request_body(self.bench, self.model, _filler(words, salt), p.max_tokens)
+                body.pop("ignore_eos", None)
+                index = i if phase == "prefill_warmup" else i - p.warmups
+                rec = self._one(body, name, phase, index, salt=salt)
+                if calibrate and rec.prompt_tokens:
+                    words = max(int(words * depth / rec.prompt_tokens), 16)
+        except BenchAborted as exc:
+            if self.alive():
+                raise
+            self.soft_failures.append(f"{name}: {exc}")
+            return PrefillResult(depth=depth, status="failed", reason=str(exc))
         return summarize_prefill(depth, self.records)
 
 

@@ -230,20 +230,43 @@ def serve(
         raise ServerError(server.exit_reason(), hint=f"see {log_path}")
 
 
+def _sign_options(f: Any) -> Any:
+    f = click.option("--no-sign", is_flag=True, help="Write an unsigned report.")(f)
+    return click.option(
+        "--key",
+        "key_path",
+        default=None,
+        type=click.Path(dir_okay=False),
+        help="Private key to sign with (default: $KIT_SIGNING_KEY, else kit's config dir).",
+    )(f)
+
+
+def _out_option(f: Any) -> Any:
+    return click.option(
+        "-o",
+        "--out",
+        "out_dir",
+        default="reports",
+        show_default=True,
+        type=click.Path(file_okay=False),
+        help="Directory for run folders.",
+    )(f)
+
+
 @main.command()
 @click.argument("path", type=click.Path(), required=False)
 @click.option("--target", required=True, help="Base URL of a running OpenAI-compatible server.")
 @click.option("--set", "overrides", multiple=True, help=SET_HELP)
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    default="reports",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Directory for the report.",
-)
-def bench(path: str | None, target: str, overrides: tuple[str, ...], out_dir: str) -> None:
+@_out_option
+@_sign_options
+def bench(
+    path: str | None,
+    target: str,
+    overrides: tuple[str, ...],
+    out_dir: str,
+    key_path: str | None,
+    no_sign: bool,
+) -> None:
     """Bench a running server with a recipe's protocol (default: the reference protocol).
 
     \b
@@ -251,11 +274,13 @@ def bench(path: str | None, target: str, overrides: tuple[str, ...], out_dir: st
       kit bench --target http://127.0.0.1:8000
       kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml --set bench.runs=3
     """
-    from kit.pipeline import bench_target
+    from kit.pipeline import bench_target, signing_key
     from kit.report import summary_table
 
     recipe_path = path or str(Path(__file__).parent / "data" / "reference-protocol.yaml")
-    report, where = bench_target(target, _load(recipe_path, overrides), Path(out_dir))
+    loaded = _load(recipe_path, overrides)
+    key = signing_key(key_path, not no_sign)
+    report, where = bench_target(target, loaded, Path(out_dir), key)
     click.echo(summary_table(report), err=True)
     click.echo(str(where))
     if report.status != "complete":
@@ -265,25 +290,24 @@ def bench(path: str | None, target: str, overrides: tuple[str, ...], out_dir: st
 @main.command()
 @click.argument("path", type=click.Path())
 @click.option("--set", "overrides", multiple=True, help=SET_HELP)
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    default="reports",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Directory for run folders.",
-)
+@_out_option
 @click.option("--port", type=int, default=None, help="Port to serve on (default: a free one).")
 @click.option(
     "--engine-python",
     default=None,
     help="Use this interpreter's installed engine instead of kit's own venv.",
 )
+@_sign_options
 def reproduce(
-    path: str, overrides: tuple[str, ...], out_dir: str, port: int | None, engine_python: str | None
+    path: str,
+    overrides: tuple[str, ...],
+    out_dir: str,
+    port: int | None,
+    engine_python: str | None,
+    key_path: str | None,
+    no_sign: bool,
 ) -> None:
-    """All stages: build, serve, bench, report.
+    """All stages: build, serve, bench, report (signed when a key is available).
 
     \b
     Examples:
@@ -291,16 +315,90 @@ def reproduce(
       kit reproduce recipes/cpu-tiny.yaml --set bench.runs=3 -o /tmp/reports
     """
     from kit.pipeline import reproduce as run
+    from kit.pipeline import signing_key
     from kit.report import summary_table
     from kit.serve import install_sigterm_handler
 
     install_sigterm_handler()
     loaded = _load(path, overrides)
-    report, where = run(loaded, Path(out_dir), engine_python=engine_python, port=port)
+    key = signing_key(key_path, not no_sign)
+    report, where = run(
+        loaded, Path(out_dir), engine_python=engine_python, port=port, private_key=key
+    )
     click.echo(summary_table(report), err=True)
     click.echo(str(where))
     if report.status != "complete":
         sys.exit(3)
+
+
+# ---------------------------------------------------------------------------------------------
+# keys and host
+
+
+@main.group()
+def keys() -> None:
+    """Signing keys for reports."""
+
+
+@keys.command("generate")
+@click.option(
+    "--dir",
+    "dest",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Where to write the key pair (default: kit's config dir).",
+)
+@click.option("--name", default="kit", show_default=True, help="File name stem.")
+@click.option("--force", is_flag=True, help="Replace an existing key pair.")
+def keys_generate(dest: str | None, name: str, force: bool) -> None:
+    """Write an Ed25519 key pair (private key mode 0600) and print the fingerprint.
+
+    \b
+    Examples:
+      kit keys generate
+      kit keys generate --dir ./keys --name lab-rig
+    """
+    from kit.sign import generate_keypair
+
+    pair = generate_keypair(Path(dest) if dest else None, name, force=force)
+    click.echo(
+        json.dumps(
+            {
+                "private_key": str(pair.private_key),
+                "public_key": str(pair.public_key),
+                "fingerprint": pair.fingerprint,
+            },
+            indent=2,
+        )
+    )
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the full probe as JSON.")
+@click.option("--no-redact", is_flag=True, help="Keep host name, paths, UUIDs and serials.")
+def probe(as_json: bool, no_redact: bool) -> None:
+    """Probe this host: GPUs (NVML), PCIe, NVLink, P2P, power limits, CPU, OS.
+
+    \b
+    Examples:
+      kit probe
+      kit probe --json > host.json
+    """
+    from kit.probe import probe_host, probe_to_json
+
+    host = probe_host(redact=not no_redact)
+    if as_json:
+        click.echo(probe_to_json(host))
+        return
+    click.echo(f"host: {host.os.name}, {host.cpu.model}, {host.cpu.logical_cores} CPUs")
+    if not host.gpus:
+        click.echo(f"gpus: none ({host.nvml_error})")
+    for g in host.gpus:
+        click.echo(
+            f"gpu {g.index}: {g.name}, {g.memory_total_mib} MiB, power limit "
+            f"{g.power.limit_w} W, PCIe gen {g.pcie.gen_current}/{g.pcie.gen_max} "
+            f"x{g.pcie.width_current}/{g.pcie.width_max}"
+        )
 
 
 if __name__ == "__main__":

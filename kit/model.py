@@ -23,7 +23,7 @@ from kit.recipe import HubModel, LoadedRecipe, LocalModel, SyntheticDraft, Synth
 
 log = logging.getLogger(__name__)
 
-SYNTH_VERSION = "2"  # bump when the generator's output changes for the same spec
+SYNTH_VERSION = "3"  # bump when the generator's output changes for the same spec
 MANIFEST = "kit-model-manifest.json"
 
 
@@ -266,13 +266,17 @@ def _train_tokenizer(vocab_size: int, seed: int, out: Path) -> dict[str, int]:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    # Metaspace BPE over printable ASCII: every token decodes to visible text, so a random
+    # model's stream carries text from its first token (a byte-level vocabulary would emit
+    # partial UTF-8 sequences that decode to nothing and skew TTFT). Special tokens are added
+    # after training so that id 0 is an ordinary visible token.
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    # special tokens are added after training so that id 0 is a visible byte token
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    alphabet = [chr(c) for c in range(33, 127)] + ["\n", "\u2581"]
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - len(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        initial_alphabet=alphabet,
         show_progress=False,
     )
     corpus = generated_texts(4000, seed)

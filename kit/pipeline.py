@@ -11,12 +11,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from kit import engine as engine_mod
 from kit.bench import Bencher, BenchResult, RequestRecord, model_info
 from kit.engine import EngineEnv
-from kit.errors import KitError, ServerError
+from kit.errors import KitError
 from kit.model import ModelManifest, display_path, fetch_draft, fetch_model
+from kit.probe import GpuSampler, GpuSampling, HostProbe, energy_per_token_j, probe_host
 from kit.progress import Status
 from kit.quantize import QuantManifest, quantize
 from kit.recipe import LoadedRecipe
@@ -24,11 +26,13 @@ from kit.report import (
     Report,
     ServerInfo,
     base_versions,
+    encode_report,
     new_run_id,
     non_canonical_reasons,
     now_utc,
 )
 from kit.serve import NativeRuntime, RunningServer
+from kit.validity import Validity, verdict
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +100,26 @@ def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
         recipe=data,
         recipe_sha256=recipe.sha256(),
         versions=base_versions(),
+        validity=Validity(valid=False, reasons=[]),
         notes=notes,
     )
+
+
+def span_tokens(result: BenchResult) -> int:
+    """Tokens generated from the first measured request to the last (the energy span)."""
+    idx = [i for i, r in enumerate(result.records) if r.phase == "measured"]
+    if not idx:
+        return 0
+    return sum(r.completion_tokens or 0 for r in result.records[idx[0] : idx[-1] + 1])
+
+
+@dataclass
+class Evidence:
+    """What was observed about the host and the server while the run happened."""
+
+    host: HostProbe | None = None
+    sampling: GpuSampling | None = None
+    server: ServerInfo | None = None
 
 
 def finish_report(
@@ -105,10 +127,11 @@ def finish_report(
     *,
     built: Built | None,
     env: EngineEnv | None,
-    server: RunningServer | None,
     result: BenchResult | None,
     failure: str | None,
+    evidence: Evidence | None = None,
 ) -> Report:
+    ev = evidence or Evidence()
     versions = dict(report.versions)
     if env is not None:
         versions[env.name] = env.version
@@ -117,7 +140,11 @@ def finish_report(
         versions.update({f"build.{k}": v for k, v in built.quantization.versions.items()})
     complete = failure is None and result is not None and result.complete
     reason = failure or (result.incomplete_reason if result else "no bench ran")
-    return report.model_copy(
+    energy = None
+    if ev.sampling is not None and result is not None:
+        value = energy_per_token_j(ev.sampling, span_tokens(result))
+        energy = value if isinstance(value, float) else None
+    out = report.model_copy(
         update={
             "created_at": now_utc(),
             "versions": versions,
@@ -127,29 +154,55 @@ def finish_report(
             "model": built.model if built else None,
             "draft": built.draft if built else None,
             "quantization": built.quantization if built else None,
-            "server": ServerInfo(
-                runtime="native",
-                argv=_display_argv(server.argv),
-                env=server.env,
-                boot_s=server.boot_s,
-                log_file=server.log_path.name,
-            )
-            if server
-            else None,
+            "server": ev.server,
             "bench": result,
+            "host": ev.host,
+            "gpu_sampling": ev.sampling,
+            "energy_per_token_j": energy,
         }
+    )
+    validity = verdict(out.model_dump(mode="json"), ev.host, ev.sampling)
+    return out.model_copy(update={"validity": validity})
+
+
+def server_info(server: RunningServer, runtime: Literal["native", "compose"]) -> ServerInfo:
+    return ServerInfo(
+        runtime=runtime,
+        argv=_display_argv(server.argv),
+        env=server.env,
+        boot_s=server.boot_s,
+        log_file=server.log_path.name,
     )
 
 
-def write_report(report: Report, out_dir: Path) -> Path:
-    from kit.report import report_bytes
-
+def write_report(report: Report, out_dir: Path, private_key: Any = None) -> Path:
+    """Write the report envelope (signed when a key is given) as ``out_dir/report.json``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "report.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(report_bytes(report))
+    tmp.write_bytes(encode_report(report, private_key))
     os.replace(tmp, path)
     return path
+
+
+def signing_key(path: str | None, sign: bool = True) -> Any:
+    """The private key to sign with: ``path``, else $KIT_SIGNING_KEY, else the default key
+    when it exists; None (an unsigned report) when there is none or signing is off."""
+    from kit.sign import default_private_key_path, load_private_key
+
+    if not sign:
+        return None
+    if path:
+        return load_private_key(Path(path))
+    default = default_private_key_path()
+    if default.exists():
+        return load_private_key(default)
+    log.warning(
+        "report: no signing key at %s: the report will be unsigned "
+        "(create one with `kit keys generate`)",
+        default,
+    )
+    return None
 
 
 def _progress_line(status: Status, total: int) -> Callable[[RequestRecord], None]:
@@ -177,12 +230,36 @@ def planned_requests(loaded: LoadedRecipe) -> int:
     return n
 
 
+def measure(
+    url: str,
+    loaded: LoadedRecipe,
+    alive: Callable[[], str] | None = None,
+    sample_interval_s: float = 0.5,
+) -> tuple[BenchResult, GpuSampling]:
+    """Bench a running server with the recipe's protocol while sampling the GPUs."""
+    model_name, max_len = model_info(url)
+    status = Status()
+    bencher = Bencher(
+        url,
+        loaded.recipe.bench,
+        model_name,
+        max_model_len=max_len,
+        alive=alive,
+        on_request=_progress_line(status, planned_requests(loaded)),
+    )
+    with GpuSampler(interval_s=sample_interval_s) as sampler:
+        bencher.hooks.append(sampler.mark)
+        result = bencher.run()
+    return result, sampler.sampling
+
+
 def reproduce(
     loaded: LoadedRecipe,
     out_root: Path,
     *,
     engine_python: str | None = None,
     port: int | None = None,
+    private_key: Any = None,
 ) -> tuple[Report, Path]:
     """Run every stage natively and write the report; returns it and its path.
 
@@ -192,9 +269,9 @@ def reproduce(
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     report = new_report(loaded, run_id)
+    ev = Evidence(host=probe_host(redact=True))
     built = build(loaded)
     env: EngineEnv | None = None
-    server: RunningServer | None = None
     result: BenchResult | None = None
     status = Status()
     try:
@@ -206,16 +283,8 @@ def reproduce(
             loaded.recipe, built.served_dir, built.draft_dir, out_dir / "server.log", port
         ) as server:
             status.done()
-            model_name, max_len = model_info(server.url)
-            bencher = Bencher(
-                server.url,
-                loaded.recipe.bench,
-                model_name,
-                max_model_len=max_len,
-                alive=server.exit_reason,
-                on_request=_progress_line(status, planned_requests(loaded)),
-            )
-            result = bencher.run()
+            ev.server = server_info(server, "native")
+            result, ev.sampling = measure(server.url, loaded, alive=server.exit_reason)
     except (KitError, KeyboardInterrupt) as exc:
         status.done()
         failure = (
@@ -224,35 +293,28 @@ def reproduce(
             else str(getattr(exc, "message", exc))
         )
         report = finish_report(
-            report, built=built, env=env, server=server, result=result, failure=failure
+            report, built=built, env=env, result=result, failure=failure, evidence=ev
         )
-        path = write_report(report, out_dir)
+        path = write_report(report, out_dir, private_key)
         log.error("partial report kept: %s", path)
-        if isinstance(exc, ServerError) and exc.log_tail:
-            log.error("server log tail:\n%s", exc.log_tail)
         raise
-    report = finish_report(report, built=built, env=env, server=server, result=result, failure=None)
-    return report, write_report(report, out_dir)
+    report = finish_report(report, built=built, env=env, result=result, failure=None, evidence=ev)
+    return report, write_report(report, out_dir, private_key)
 
 
-def bench_target(url: str, loaded: LoadedRecipe, out_root: Path) -> tuple[Report, Path]:
+def bench_target(
+    url: str, loaded: LoadedRecipe, out_root: Path, private_key: Any = None
+) -> tuple[Report, Path]:
     """Bench an already running OpenAI server with the recipe's protocol."""
     run_id = new_run_id()
     report = new_report(loaded, run_id)
-    model_name, max_len = model_info(url)
-    status = Status()
-    result = Bencher(
-        url,
-        loaded.recipe.bench,
-        model_name,
-        max_model_len=max_len,
-        on_request=_progress_line(status, planned_requests(loaded)),
-    ).run()
-    report = finish_report(report, built=None, env=None, server=None, result=result, failure=None)
-    report = report.model_copy(
-        update={
-            "server": ServerInfo(runtime="external", argv=[], env={}, boot_s=None),
-            "notes": [*report.notes, f"benchmarked a server kit did not start ({url})"],
-        }
+    ev = Evidence(
+        host=probe_host(redact=True),
+        server=ServerInfo(runtime="external", argv=[], env={}, boot_s=None),
     )
-    return report, write_report(report, out_root / f"{loaded.recipe.name}-{run_id}")
+    result, ev.sampling = measure(url, loaded)
+    report = report.model_copy(
+        update={"notes": [*report.notes, f"benchmarked a server kit did not start ({url})"]}
+    )
+    report = finish_report(report, built=None, env=None, result=result, failure=None, evidence=ev)
+    return report, write_report(report, out_root / f"{loaded.recipe.name}-{run_id}", private_key)

@@ -7,7 +7,6 @@ gets written and signed; readers never re-serialise before checking.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import platform
 import secrets
 import sys
@@ -19,7 +18,9 @@ from kit import __version__
 from kit.bench import BenchResult
 from kit.metrics import Stats
 from kit.model import ModelManifest
+from kit.probe import GpuSampling, HostProbe
 from kit.quantize import QuantManifest
+from kit.validity import Validity
 
 SCHEMA_VERSION = 1
 
@@ -63,7 +64,16 @@ class Report(BaseModel):
     quantization: QuantManifest | None = Field(None, description="Quantization manifest.")
     server: ServerInfo | None = Field(None, description="How the server ran.")
     bench: BenchResult | None = Field(None, description="Raw records and summaries.")
-    host: dict[str, Any] | None = Field(None, description="Host probe (hardware, settings).")
+    host: HostProbe | None = Field(None, description="Host probe: hardware and settings.")
+    gpu_sampling: GpuSampling | None = Field(
+        None, description="GPU memory, power, clocks and PCIe sampled during the bench."
+    )
+    energy_per_token_j: float | None = Field(
+        None,
+        description="GPU energy from the first measured request to the end of the last, per "
+        "token generated in that span (warm-ups of later prompts included).",
+    )
+    validity: Validity = Field(description="Whether the run is fit to quote, and why not.")
     notes: list[str] = Field(default_factory=list, description="Things a reader should know.")
 
 
@@ -108,11 +118,18 @@ def non_canonical_reasons(recipe: dict[str, Any]) -> list[str]:
 
 
 def report_bytes(report: Report) -> bytes:
-    """The report's canonical bytes: sorted keys, no spaces, UTF-8 (what is signed)."""
+    """The report's canonical bytes (RFC 8785): what the envelope carries and signs."""
+    from kit.sign import canonical_bytes
+
+    return canonical_bytes(report.model_dump(mode="json"))
+
+
+def encode_report(report: Report, private_key: Any = None) -> bytes:
+    """The report file: a DSSE envelope, signed when a key is given, else marked unsigned."""
+    from kit.sign import sign_report, unsigned_report
+
     data = report.model_dump(mode="json")
-    return json.dumps(
-        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode()
+    return sign_report(data, private_key) if private_key is not None else unsigned_report(data)
 
 
 def report_json_schema() -> dict[str, Any]:
@@ -177,6 +194,11 @@ def summary_table(report: Report) -> str:
                 f"{_f(s.acceptance_length)} (1+accepted/drafts), "
                 f"{_f(s.accepted_per_draft)} (accepted/drafts)"
             )
+    v = report.validity
+    lines.append(f"  validity: {'valid' if v.valid else 'INVALID'}")
+    lines += [f"    {f.severity}: {f.message}" for f in v.reasons]
+    if report.energy_per_token_j is not None:
+        lines.append(f"  energy: {report.energy_per_token_j:.3f} J per generated token")
     for note in report.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines)

@@ -261,8 +261,9 @@ def _window(marks: list[Mark], samples: list[GpuSample]) -> SamplingWindow | Non
     starts = [m.t_s for m in marks if m.label == "measure_start"]
     if not starts:
         return SamplingWindow(start_s=samples[0].t_s, end_s=samples[-1].t_s, source="whole_session")
+    # several measured windows (one per prompt) make one span: first start to last end
     ends = [m.t_s for m in marks if m.label == "measure_end" and m.t_s >= starts[0]]
-    end = ends[0] if ends else samples[-1].t_s
+    end = ends[-1] if ends else samples[-1].t_s
     return SamplingWindow(start_s=starts[0], end_s=end, source="marks")
 
 

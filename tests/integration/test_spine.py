@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -11,7 +12,16 @@ import jsonschema
 import pytest
 
 from kit.bench import Bencher, model_info
-from kit.pipeline import Built, build, finish_report, new_report, write_report
+from kit.pipeline import (
+    Built,
+    Evidence,
+    build,
+    finish_report,
+    new_report,
+    server_info,
+    write_report,
+)
+from kit.probe import probe_host
 from kit.recipe import Bench, LoadedRecipe, Prefill, Prompt
 from kit.report import Report
 from kit.serve import RunningServer
@@ -78,16 +88,19 @@ def test_bench_real_server(
     salts = {r.salt for r in result.records if r.salt}
     assert len(salts) == 2  # every prefill request is unique
 
+    ev = Evidence(host=probe_host(), server=server_info(server, "native"))
     report = finish_report(
         new_report(cpu_recipe, "test"),
         built=built,
         env=None,
-        server=server,
         result=result,
         failure=None,
+        evidence=ev,
     )
     path = write_report(report, tmp_path)
-    data = json.loads(path.read_bytes())
+    envelope = json.loads(path.read_bytes())
+    assert envelope["signatures"] == []  # no key given: an unsigned report says so
+    data = json.loads(base64.b64decode(envelope["payload"]))
     schema = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
     jsonschema.validate(data, schema)
     assert Report.model_validate(data).status == "complete"
@@ -119,6 +132,7 @@ def test_kit_bench_cli_against_running_server(
             "bench",
             "--target",
             server.url,
+            "--no-sign",
             str(cpu_recipe.path),
             *sets,
             "-o",
@@ -129,7 +143,8 @@ def test_kit_bench_cli_against_running_server(
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(Path(proc.stdout.strip()).read_bytes())
+    envelope = json.loads(Path(proc.stdout.strip()).read_bytes())
+    report = json.loads(base64.b64decode(envelope["payload"]))
     assert report["server"]["runtime"] == "external"
     assert [p["usable"] for p in report["bench"]["prompts"]] == [1, 1]
     assert "narrative" in proc.stderr and "decode TPS" in proc.stderr

