@@ -219,14 +219,18 @@ def stream_request(
     if error is None and ttft is None:
         error = "no chunk carried text"
     max_tokens = int(body["max_tokens"])
+    # the stored (rounded) times are what the figures derive from, so a verifier recomputing
+    # them from the record gets the same numbers
+    ttft = round(ttft, 6) if ttft is not None else None
+    wall = round(wall, 6) if wall is not None else None
     return RequestRecord(
         prompt=prompt,
         phase=phase,
         index=index,
         max_tokens=max_tokens,
         started_at=started,
-        ttft_s=round(ttft, 6) if ttft is not None else None,
-        wall_s=round(wall, 6) if wall is not None else None,
+        ttft_s=ttft,
+        wall_s=wall,
         prompt_tokens=int(usage["prompt_tokens"]) if usage else None,
         completion_tokens=tokens,
         decode_tps=decode_tps(tokens, wall, ttft) if tokens and wall and ttft else None,

@@ -21,8 +21,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kit.errors import EnvironmentProblem
+from kit import patches as patches_mod
+from kit.errors import BadInputError, EnvironmentProblem
 from kit.model import display_path, kit_home
+from kit.patches import PatchManifest, PatchSeries
 from kit.recipe import Engine
 
 log = logging.getLogger(__name__)
@@ -63,9 +65,12 @@ class EngineEnv(BaseModel):
     pythonpath: str | None = Field(None, description="PYTHONPATH used with an external engine.")
     versions: dict[str, str] = Field(description="torch, transformers, triton in that env.")
     patch_series: str | None = Field(None, description="Patch series this env carries.")
+    patches: PatchManifest | None = Field(
+        None, description="The series as verified on this engine just before serving."
+    )
 
     def for_report(self) -> dict[str, object]:
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", exclude={"patches"})
         data["python"] = display_path(Path(self.python))
         data["site_packages"] = display_path(Path(self.site_packages))
         if self.pythonpath:
@@ -177,6 +182,9 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
         _run([*pip, "uninstall", "-q", "-y", *CPU_INCOMPATIBLE], "remove CUDA-coupled packages")
     info = inspect(str(python))
     env = _env_from("managed", engine, str(python), info, None, series)
+    if series is not None:
+        manifest = patches_mod.apply(load_series(series), env.site_packages)
+        log.info("engine: applied patch series %s (%d patches)", series, len(manifest.patches))
     marker.write_text(
         json.dumps(
             {"installed_s": round(time.monotonic() - t0, 1), **env.model_dump(mode="json")},
@@ -198,9 +206,62 @@ def _run(argv: list[str], what: str) -> None:
         )
 
 
+def series_search_roots() -> list[Path]:
+    """Where ``patches/<series>`` is looked up: $KIT_PATCHES_DIR, the working directory, the
+    source checkout kit runs from."""
+    roots = []
+    env = os.environ.get("KIT_PATCHES_DIR")
+    if env:
+        roots.append(Path(env).expanduser().resolve().parent)
+    roots += [Path.cwd(), Path(__file__).resolve().parent.parent]
+    return roots
+
+
+def load_series(name: str) -> PatchSeries:
+    env = os.environ.get("KIT_PATCHES_DIR")
+    if env and (Path(env) / name).is_dir():
+        return patches_mod.load_series(Path(env) / name)
+    for root in series_search_roots():
+        if (root / "patches" / name).is_dir():
+            return patches_mod.load_series(root / "patches" / name)
+    raise BadInputError(
+        f"server.patches: series {name!r} not found under patches/",
+        hint="set KIT_PATCHES_DIR to the folder holding the series, or fix the recipe",
+    )
+
+
+def verify_patches(env: EngineEnv, series_name: str | None) -> EngineEnv:
+    """Prove the engine carries the series, byte for byte; never serve unpatched."""
+    if series_name is None:
+        return env
+    series = load_series(series_name)
+    try:
+        manifest = patches_mod.verify(series, env.site_packages)
+    except EnvironmentProblem as exc:
+        hint = (
+            f"kit patches apply {series_name} --python {env.python}"
+            if env.kind == "external"
+            else f"remove {display_path(Path(env.python).parent.parent)} and run again"
+        )
+        raise EnvironmentProblem(exc.message, hint=hint) from None
+    log.info(
+        "engine: patch series %s verified (%d patches, %d files)",
+        series_name,
+        len(manifest.patches),
+        len(manifest.files),
+    )
+    return env.model_copy(update={"patches": manifest, "patch_series": series_name})
+
+
 def resolve(engine: Engine, series: str | None, python: str | None = None) -> EngineEnv:
-    """The engine to serve with: external when given (flag or KIT_ENGINE_PYTHON), else managed."""
+    """The engine to serve with: external when given (flag or KIT_ENGINE_PYTHON), else managed.
+
+    A managed engine gets the recipe's patch series applied once, at install; either kind is
+    verified against the series before every launch.
+    """
     python = python or os.environ.get("KIT_ENGINE_PYTHON")
     if python:
-        return external(engine, python, os.environ.get("PYTHONPATH"))
-    return ensure_managed(engine, series)
+        env = external(engine, python, os.environ.get("PYTHONPATH"))
+    else:
+        env = ensure_managed(engine, series)
+    return verify_patches(env, series)

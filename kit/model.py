@@ -507,6 +507,12 @@ def download(spec: HubModel, role: Literal["target", "draft"]) -> tuple[Path, Mo
         raise EnvironmentProblem(
             "huggingface_hub is not installed", hint="pip install 'kit[build]'"
         ) from exc
+    if spec.revision is None:
+        raise BadInputError(
+            f"{role} {spec.repo_id}: revision is not pinned",
+            hint="pin the commit you reproduce: --set model.revision=<40-hex sha> (or "
+            "speculative.draft.revision for the draft)",
+        )
     cache = kit_home() / "hub"
     t0 = time.monotonic()
     log.info("model: downloading %s@%s", spec.repo_id, spec.revision)

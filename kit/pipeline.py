@@ -151,6 +151,7 @@ def finish_report(
             "status": "complete" if complete else "incomplete",
             "incomplete_reason": None if complete else reason,
             "engine": env.for_report() if env else None,
+            "patches": env.patches if env else None,
             "model": built.model if built else None,
             "draft": built.draft if built else None,
             "quantization": built.quantization if built else None,

@@ -61,8 +61,9 @@ class HubModel(_Model):
 
     source: Literal["hub"] = Field(description="Download from the hub.")
     repo_id: str = Field(description="Repository id, e.g. 'Qwen/Qwen3-8B'.")
-    revision: str = Field(
-        description="Pinned revision: a 40-character commit sha (or a tag). Branches are refused."
+    revision: str | None = Field(
+        description="Pinned revision: a 40-character commit sha (or a tag). Branches are "
+        "refused; null means not yet pinned, and the model stage then refuses to download."
     )
     allow_patterns: list[str] = Field(
         default_factory=lambda: ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja"],
@@ -71,7 +72,7 @@ class HubModel(_Model):
 
     @field_validator("revision")
     @classmethod
-    def _pinned(cls, value: str) -> str:
+    def _pinned(cls, value: str | None) -> str | None:
         if value in {"main", "master", "HEAD", ""}:
             raise ValueError(f"revision {value!r} is a moving branch; pin a commit sha")
         return value
@@ -595,32 +596,47 @@ def _all_field_names() -> set[str]:
     return _FIELD_NAMES
 
 
-def _candidates_for(parent: Any) -> list[str]:
-    """Field names of the model that best matches the mapping holding an unknown key."""
-    if not isinstance(parent, dict):
-        return sorted(_all_field_names())
-    best: tuple[int, list[str]] = (-1, [])
-    for cls in _model_classes():
-        names = list(cls.model_fields)
+def _pick_model(annotation: Any, node: Any) -> type[BaseModel] | None:
+    """The model class an annotation means for this data (a union picks by its tag)."""
+    options = _models_in(annotation)
+    if len(options) <= 1:
+        return options[0] if options else None
+    for cls in options:
         tag = next((t for t in ("source", "method") if t in cls.model_fields), None)
-        if tag and tag in parent:
-            allowed = getattr(cls.model_fields[tag].annotation, "__args__", ())
-            if parent[tag] not in allowed:
-                continue
-        score = sum(1 for k in parent if k in names)
-        if score > best[0]:
-            best = (score, names)
-    return best[1]
+        allowed = getattr(cls.model_fields[tag].annotation, "__args__", ()) if tag else ()
+        if tag and isinstance(node, dict) and node.get(tag) in allowed:
+            return cls
+    return None
+
+
+def _candidates_for(path: str, data: Any) -> list[str]:
+    """Field names of the model that holds the unknown key at ``path`` (dotted)."""
+    cls: type[BaseModel] | None = Recipe
+    node = data
+    for part in path.split(".")[:-1]:
+        if cls is None:
+            break
+        if isinstance(node, list) and part.isdigit():
+            node = node[int(part)] if int(part) < len(node) else None
+            continue  # the list's element model was picked with the field
+        field = cls.model_fields.get(part)
+        if field is None:
+            cls = None
+            break
+        node = node.get(part) if isinstance(node, dict) else None
+        element = node[0] if isinstance(node, list) and node else node
+        cls = _pick_model(field.annotation, element)
+    return list(cls.model_fields) if cls is not None else sorted(_all_field_names())
 
 
 def format_validation_error(exc: ValidationError, data: Any, label: str) -> list[str]:
     problems: list[str] = []
     for err in exc.errors():
-        path, parent = _friendly_path(tuple(err["loc"]), data)
+        path, _ = _friendly_path(tuple(err["loc"]), data)
         kind = err["type"]
         if kind == "extra_forbidden":
             key = path.rsplit(".", 1)[-1]
-            guess = difflib.get_close_matches(key, _candidates_for(parent), n=1, cutoff=0.6)
+            guess = difflib.get_close_matches(key, _candidates_for(path, data), n=1, cutoff=0.6)
             msg = "unknown key" + (f" (did you mean '{guess[0]}'?)" if guess else "")
         elif kind == "missing":
             msg = "required field missing"

@@ -18,6 +18,7 @@ from kit import __version__
 from kit.bench import BenchResult
 from kit.metrics import Stats
 from kit.model import ModelManifest
+from kit.patches import PatchManifest
 from kit.probe import GpuSampling, HostProbe
 from kit.quantize import QuantManifest
 from kit.validity import Validity
@@ -58,7 +59,9 @@ class Report(BaseModel):
     recipe_sha256: str = Field(description="sha256 of the resolved recipe's canonical JSON.")
     versions: dict[str, str] = Field(description="kit, python, engine, torch, ... versions.")
     engine: dict[str, Any] | None = Field(None, description="The engine environment used.")
-    patches: dict[str, Any] | None = Field(None, description="Patch series applied, hashes.")
+    patches: PatchManifest | None = Field(
+        None, description="Patch series on the engine: patch and file sha256s, verified at boot."
+    )
     model: ModelManifest | None = Field(None, description="Target model manifest.")
     draft: ModelManifest | None = Field(None, description="Draft model manifest.")
     quantization: QuantManifest | None = Field(None, description="Quantization manifest.")

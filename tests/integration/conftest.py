@@ -39,6 +39,12 @@ def engine_env(cpu_recipe: LoadedRecipe) -> EngineEnv:
 
 
 @pytest.fixture(scope="session")
+def pristine_engine(cpu_recipe: LoadedRecipe) -> EngineEnv:
+    """The same engine without the patch series: the 'before' of every patch test."""
+    return engine_mod.ensure_managed(cpu_recipe.recipe.server.engine, None)
+
+
+@pytest.fixture(scope="session")
 def server(
     cpu_recipe: LoadedRecipe,
     built: Built,
