@@ -265,3 +265,19 @@ def resolve(engine: Engine, series: str | None, python: str | None = None) -> En
     else:
         env = ensure_managed(engine, series)
     return verify_patches(env, series)
+
+
+def series_problems(engine: Engine, series_name: str | None, label: str) -> list[str]:
+    """Recipe problems with its patch series: missing, malformed, or for another engine."""
+    if series_name is None:
+        return []
+    try:
+        series = load_series(series_name)
+    except BadInputError as exc:
+        return [f"{label}: server.patches: {line}" for line in exc.message.splitlines()]
+    if (series.engine, series.version) != (engine.name, engine.version):
+        return [
+            f"{label}: server.patches: series {series_name} is for {series.engine} "
+            f"{series.version}, the recipe's engine is {engine.name} {engine.version}"
+        ]
+    return []
