@@ -17,9 +17,11 @@ DEFAULT_RECIPE := recipes/cpu-tiny.yaml
 endif
 RECIPE ?= $(DEFAULT_RECIPE)
 REPORTS ?= reports
+# reports are signed with this key; `make reproduce` creates it on first use
+export KIT_SIGNING_KEY ?= $(KIT_HOME)/keys/kit.key
 PYTEST_ARGS ?=
 
-.PHONY: help venv reproduce build bench test unit integration lint fmt typecheck schema \
+.PHONY: help venv key reproduce build bench test unit integration lint fmt typecheck schema \
         schema-check clean distclean
 
 help: ## list targets
@@ -32,7 +34,12 @@ $(VENV)/.kit-installed: pyproject.toml
 
 venv: $(VENV)/.kit-installed ## create .venv with kit, its build stages and dev tools
 
-reproduce: venv ## build, serve, bench and report RECIPE (default: GPU recipe with GPUs, else cpu-tiny)
+$(KIT_SIGNING_KEY): | $(VENV)/.kit-installed
+	$(KIT) keys generate --dir $(dir $(KIT_SIGNING_KEY)) --name $(basename $(notdir $(KIT_SIGNING_KEY)))
+
+key: $(KIT_SIGNING_KEY) ## create the signing key used by make reproduce (once)
+
+reproduce: venv $(KIT_SIGNING_KEY) ## build, serve, bench and signed report for RECIPE (default: GPU recipe with GPUs, else cpu-tiny)
 ifneq ($(HAS_GPU),1)
 	@echo "kit: no NVIDIA GPU visible: running the embedded CPU recipe $(RECIPE) natively"
 endif

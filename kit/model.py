@@ -23,7 +23,7 @@ from kit.recipe import HubModel, LoadedRecipe, LocalModel, SyntheticDraft, Synth
 
 log = logging.getLogger(__name__)
 
-SYNTH_VERSION = "3"  # bump when the generator's output changes for the same spec
+SYNTH_VERSION = "4"  # bump when the generator's output changes for the same spec
 MANIFEST = "kit-model-manifest.json"
 
 
@@ -66,11 +66,16 @@ def kit_home() -> Path:
 
 
 def display_path(path: Path) -> str:
-    """A path for reports: relative to KIT_HOME when inside it, never the user's home."""
+    """A path for reports: relative to KIT_HOME, else to the working directory, else to the
+    user's home, so reports name no machine's absolute paths where it can be helped."""
     path = path.resolve()
     home = kit_home()
     try:
         return "$KIT_HOME/" + str(path.relative_to(home))
+    except ValueError:
+        pass
+    try:
+        return "./" + str(path.relative_to(Path.cwd().resolve()))
     except ValueError:
         pass
     try:
@@ -330,6 +335,14 @@ def _synthesise_target(spec: SyntheticModel, out: Path) -> int:
     if spec.zero_final_norm:
         with torch.no_grad():
             model.model.norm.weight.zero_()
+    known = max(ids.values()) + 1  # the tokenizer's size (special tokens are added last)
+    if known < s.vocab_size:
+        # A realistic vocabulary (e.g. 151936) is far larger than the trained tokenizer, and
+        # ids it cannot decode stream as empty text. Zero their lm_head rows: their logits are
+        # 0 while the tokenizer's own tokens keep random logits (std ~1.3), so greedy and
+        # top-k sampling pick tokens that decode to text. The lm_head's size is unchanged.
+        with torch.no_grad():
+            model.lm_head.weight[known:].zero_()
     model.save_pretrained(out, safe_serialization=True)
     GenerationConfig(
         bos_token_id=ids["<|endoftext|>"],

@@ -6,10 +6,12 @@ measured when a later stage fails, and writes the report.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,8 +33,10 @@ from kit.report import (
     non_canonical_reasons,
     now_utc,
 )
+from kit.roofline import Bandwidth, Roofline, bandwidth_source, measure_bandwidth, roofline
 from kit.serve import NativeRuntime, RunningServer
 from kit.validity import Validity, verdict
+from kit.vllm_bench import VllmBench, run_vllm_bench
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +74,32 @@ def build(loaded: LoadedRecipe) -> Built:
     )
 
 
+def _display_arg(arg: str) -> str:
+    if arg.startswith("{"):  # a JSON argument (--speculative-config) may hold paths
+        try:
+            data = json.loads(arg)
+        except ValueError:
+            return arg
+        if isinstance(data, dict):
+            shown = {k: _display_arg(v) if isinstance(v, str) else v for k, v in data.items()}
+            return json.dumps(shown, separators=(",", ":"))
+        return arg
+    p = Path(arg)
+    return display_path(p) if p.is_absolute() and p.exists() else arg
+
+
 def _display_argv(argv: list[str]) -> list[str]:
-    out = []
-    for a in argv:
-        p = Path(a)
-        out.append(display_path(p) if p.is_absolute() and p.exists() else a)
-    return out
+    """The server's command line without this machine's absolute paths."""
+    return [_display_arg(a) for a in argv]
+
+
+def _host_for_report(host: HostProbe) -> HostProbe:
+    """The probe with the interpreter path shown like every other path in reports."""
+    exe = Path(host.python.executable)
+    if not exe.is_absolute():
+        return host
+    python = host.python.model_copy(update={"executable": display_path(exe)})
+    return host.model_copy(update={"python": python})
 
 
 def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
@@ -120,6 +144,9 @@ class Evidence:
     host: HostProbe | None = None
     sampling: GpuSampling | None = None
     server: ServerInfo | None = None
+    roofline: Roofline | None = None
+    vllm_bench: VllmBench | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def finish_report(
@@ -160,6 +187,9 @@ def finish_report(
             "host": ev.host,
             "gpu_sampling": ev.sampling,
             "energy_per_token_j": energy,
+            "roofline": ev.roofline,
+            "vllm_bench": ev.vllm_bench,
+            "notes": [*report.notes, *ev.notes],
         }
     )
     validity = verdict(out.model_dump(mode="json"), ev.host, ev.sampling)
@@ -254,6 +284,76 @@ def measure(
     return result, sampler.sampling
 
 
+def measured_bandwidth(loaded: LoadedRecipe, env: EngineEnv, ev: Evidence) -> Bandwidth | None:
+    """The bandwidth for the roofline, measured before the server takes the GPUs (when the
+    recipe asks for the roofline), else the recipe's datasheet figure."""
+    settings = loaded.recipe.bench.roofline
+    if settings is None:
+        return None
+    error = "not measured (bench.roofline.measure_bandwidth is false)"
+    measured = []
+    if settings.measure_bandwidth and loaded.recipe.server.engine.device == "cuda":
+        try:
+            measured = measure_bandwidth(env.python, env.pythonpath)
+            log.info(
+                "roofline: copy bandwidth %s GB/s",
+                ", ".join(f"{m.median_gbps:.0f}" for m in measured),
+            )
+        except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired) as exc:
+            error = f"bandwidth measurement failed: {exc}"
+            log.warning("roofline: %s", error)
+    source = bandwidth_source(measured, settings.datasheet_bandwidth_gbps, error)
+    if source is None:
+        ev.notes.append(f"roofline skipped: no bandwidth ({error}) and no datasheet figure")
+    return source
+
+
+def after_bench(
+    loaded: LoadedRecipe,
+    built: Built,
+    env: EngineEnv,
+    url: str,
+    result: BenchResult,
+    bandwidth: Bandwidth | None,
+    ev: Evidence,
+    out_dir: Path,
+) -> None:
+    """While the server is still up: vLLM's own benchmark, then the roofline. Neither failing
+    fails the run; the report says what failed."""
+    recipe = loaded.recipe
+    if recipe.bench.vllm_bench is not None:
+        try:
+            ev.vllm_bench = run_vllm_bench(
+                python=env.python,
+                pythonpath=env.pythonpath,
+                url=url,
+                model=result.served_model,
+                tokenizer=built.served_dir,
+                bench=recipe.bench,
+                settings=recipe.bench.vllm_bench,
+                kit_result=result,
+                out_dir=out_dir,
+            )
+        except (KitError, OSError, ValueError) as exc:
+            ev.notes.append(f"vllm bench serve failed: {exc}")
+            log.error("vllm bench serve failed: %s", exc)
+    if bandwidth is not None:
+        try:
+            ev.roofline = roofline(
+                result,
+                target_dir=built.served_dir,
+                draft_dir=built.draft_dir,
+                spec_method=recipe.speculative.method,
+                num_speculative_tokens=recipe.speculative.num_speculative_tokens,
+                tensor_parallel_size=recipe.server.tensor_parallel_size,
+                kv_cache_dtype=recipe.server.kv_cache_dtype,
+                bandwidth=bandwidth,
+            )
+        except (KitError, OSError, ValueError) as exc:
+            ev.notes.append(f"roofline failed: {exc}")
+            log.error("roofline failed: %s", exc)
+
+
 def reproduce(
     loaded: LoadedRecipe,
     out_root: Path,
@@ -270,7 +370,7 @@ def reproduce(
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     report = new_report(loaded, run_id)
-    ev = Evidence(host=probe_host(redact=True))
+    ev = Evidence(host=_host_for_report(probe_host(redact=True)))
     built = build(loaded)
     env: EngineEnv | None = None
     result: BenchResult | None = None
@@ -279,6 +379,7 @@ def reproduce(
         env = engine_mod.resolve(
             loaded.recipe.server.engine, loaded.recipe.server.patches, engine_python
         )
+        bandwidth = measured_bandwidth(loaded, env, ev)
         runtime = NativeRuntime(env, progress=lambda s: status(f"serve: booting ({s:.0f} s)"))
         with runtime.start(
             loaded.recipe, built.served_dir, built.draft_dir, out_dir / "server.log", port
@@ -286,6 +387,7 @@ def reproduce(
             status.done()
             ev.server = server_info(server, "native")
             result, ev.sampling = measure(server.url, loaded, alive=server.exit_reason)
+            after_bench(loaded, built, env, server.url, result, bandwidth, ev, out_dir)
     except (KitError, KeyboardInterrupt) as exc:
         status.done()
         failure = (
@@ -310,7 +412,7 @@ def bench_target(
     run_id = new_run_id()
     report = new_report(loaded, run_id)
     ev = Evidence(
-        host=probe_host(redact=True),
+        host=_host_for_report(probe_host(redact=True)),
         server=ServerInfo(runtime="external", argv=[], env={}, boot_s=None),
     )
     result, ev.sampling = measure(url, loaded)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -292,6 +291,32 @@ REFERENCE_PROMPTS = [
 ]
 
 
+class RooflineSettings(_Model):
+    """Decode efficiency against the memory-bandwidth bound (see kit/roofline.py)."""
+
+    measure_bandwidth: bool = Field(
+        True,
+        description="Measure each GPU's memory bandwidth before serving: a device-to-device "
+        "copy of 2 GiB, counting bytes read plus bytes written (median of 20 copies).",
+    )
+    datasheet_bandwidth_gbps: float | None = Field(
+        None,
+        gt=0,
+        description="The vendor's per-GPU memory bandwidth in GB/s (H200: 4800), recorded beside "
+        "the measured figure; the bound uses it only when no measurement is available.",
+    )
+
+
+class VllmBenchSettings(_Model):
+    """vLLM's own `vllm bench serve`, run against the same server after kit's bench."""
+
+    warmups: int = Field(
+        1, ge=0, description="Warm-up requests per prompt (the server is already warm)."
+    )
+    runs: int | None = Field(None, gt=0, description="Requests per prompt (None: bench.runs).")
+    timeout_s: float = Field(300, gt=0, description="Limit for each prompt's invocation.")
+
+
 class Bench(_Model):
     warmups: int = Field(3, ge=0, description="Discarded requests per prompt.")
     runs: int = Field(5, gt=0, description="Measured requests per prompt.")
@@ -312,6 +337,14 @@ class Bench(_Model):
     prefill: Prefill | None = Field(None, description="Prefill probe (None: skipped).")
     request_timeout_s: float = Field(600, gt=0, description="Whole-request limit.")
     stall_timeout_s: float = Field(120, gt=0, description="Longest silence inside a stream.")
+    roofline: RooflineSettings | None = Field(
+        None, description="Decode efficiency against the memory-bandwidth bound (None: skipped)."
+    )
+    vllm_bench: VllmBenchSettings | None = Field(
+        None,
+        description="Also run `vllm bench serve` at concurrency 1 with the same prompts and "
+        "lengths against the same server, side by side in the report (None: skipped).",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,9 +458,11 @@ class Recipe(_Model):
 
 
 def recipe_sha256(data: dict[str, Any]) -> str:
-    """sha256 of a resolved recipe's canonical JSON (sorted keys, no spaces)."""
-    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    """sha256 of a resolved recipe's RFC 8785 canonical JSON: the same bytes whether the
+    recipe comes from the models or back from a report (1.0 and 1 canonicalise alike)."""
+    from kit.sign import canonical_bytes
+
+    return hashlib.sha256(canonical_bytes(data)).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ from kit.model import ModelManifest
 from kit.patches import PatchManifest
 from kit.probe import GpuSampling, HostProbe
 from kit.quantize import QuantManifest
+from kit.roofline import Roofline
 from kit.validity import Validity
+from kit.vllm_bench import VllmBench
 
 SCHEMA_VERSION = 1
 
@@ -75,6 +77,19 @@ class Report(BaseModel):
         None,
         description="GPU energy from the first measured request to the end of the last, per "
         "token generated in that span (warm-ups of later prompts included).",
+    )
+    roofline: Roofline | None = Field(
+        None,
+        description="Decode efficiency against the memory-bandwidth bound: bytes read per step "
+        "(quantized weights + scales/zeros + unquantized layers + lm_head + one embedding row per "
+        "token + KV cache of the average context; per GPU under TP) over the measured per-GPU "
+        "copy bandwidth; with speculative decoding the bound is per target pass (plus the draft's "
+        "passes) times the acceptance length. See kit/roofline.py.",
+    )
+    vllm_bench: VllmBench | None = Field(
+        None,
+        description="vLLM's own `vllm bench serve` against the same server at concurrency 1, "
+        "with kit's decode TPS and TTFT beside its comparable figures and the deltas.",
     )
     validity: Validity = Field(description="Whether the run is fit to quote, and why not.")
     notes: list[str] = Field(default_factory=list, description="Things a reader should know.")

