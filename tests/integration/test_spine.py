@@ -25,6 +25,8 @@ from kit.probe import probe_host
 from kit.recipe import Bench, LoadedRecipe, Prefill, Prompt
 from kit.report import Report
 from kit.serve import RunningServer
+from kit.sign import canonical_bytes, generate_keypair, load_private_key, load_public_key
+from kit.verify import verify_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,6 +109,23 @@ def test_bench_real_server(
     assert data["recipe_sha256"] == cpu_recipe.recipe.sha256()
     assert "--speculative-config" in data["server"]["argv"]
     assert not any(str(Path.home()) in a for a in data["server"]["argv"] if "/" in a)
+    assert not any(str(ROOT) in a for a in data["server"]["argv"])
+
+    # the same report, signed: kit report verify accepts it, and rejects it once edited
+    pair = generate_keypair(tmp_path / "keys", "t")
+    signed = write_report(report, tmp_path / "signed", load_private_key(pair.private_key))
+    public = load_public_key(pair.public_key)
+    checklist = verify_report(signed, public)
+    assert checklist.ok, checklist.render()
+    envelope = json.loads(signed.read_bytes())
+    payload = json.loads(base64.b64decode(envelope["payload"]))
+    payload["bench"]["records"][3]["ttft_s"] += 0.001
+    envelope["payload"] = base64.b64encode(canonical_bytes(payload)).decode()
+    tampered = tmp_path / "tampered.json"
+    tampered.write_bytes(canonical_bytes(envelope))
+    failed = verify_report(tampered, public)
+    assert not failed.ok
+    assert {i.name for i in failed.items if i.ok is False} >= {"signature", "records"}
 
 
 def test_kit_bench_cli_against_running_server(
