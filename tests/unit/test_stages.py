@@ -125,3 +125,26 @@ def test_verdict_valid_and_reasons_ordered() -> None:
         "not-canonical",
     ]
     assert v.reasons[2].message == "narrative: decode TPS CV 7.5% is above 5%"
+
+
+@pytest.mark.parametrize("series_dir", sorted((ROOT / "patches").iterdir()), ids=lambda p: p.name)
+def test_every_shipped_series_is_well_formed(series_dir: Path) -> None:
+    from kit.patches import load_series
+
+    series = load_series(series_dir)
+    assert f"{series.engine}-{series.version}" == series_dir.name
+    for patch in series.patches:
+        assert patch.meta.fingerprints, f"{patch.meta.file}: no fingerprints recorded"
+        assert patch.meta.fixes.strip() and patch.meta.drop_when.strip()
+
+
+def test_recipe_series_matches_engine() -> None:
+    from kit.engine import series_problems
+
+    for path in sorted((ROOT / "recipes").glob("*.yaml")):
+        server = load_recipe(path).recipe.server
+        assert series_problems(server.engine, server.patches, path.name) == []
+    assert series_problems(Engine(name="vllm", version="0.27.1"), "vllm-0.28.0", "r.yaml") == [
+        "r.yaml: server.patches: series vllm-0.28.0 is for vllm 0.28.0, the recipe's engine is "
+        "vllm 0.27.1"
+    ]
