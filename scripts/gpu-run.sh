@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# What runs on a lent GPU host (no network, Python 3.12 with torch, no vLLM): kit's missing
+# wheels, the offline vLLM 0.26.0 bundle, the build and the reproduce runs. Run from the
+# repository root; every stage is resumable from kit's caches in $KIT_HOME while the host lives.
+#
+#   scripts/gpu-run.sh kit-wheels              # .whl/*.whl -> $SITE (pydantic, auto-round, ...)
+#   scripts/gpu-run.sh stage DIR               # copy DIR/{parts,whl,install.sh,*.sha256} -> $STAGE
+#   scripts/gpu-run.sh install-vllm            # $STAGE -> $SITE (needs every part staged)
+#   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
+#   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS]   # report, logs, vLLM results -> $OUT/TAG
+#
+# Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
+# KIT_SIGNING_KEY_FILE (.gpu/keys/example.key).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export KIT_HOME=${KIT_HOME:-/root/kit}
+SITE=${SITE:-/tmp/site}
+STAGE=${STAGE:-/root/stage}
+OUT=${OUT:-$ROOT/out}
+KEY=${KIT_SIGNING_KEY_FILE:-$ROOT/.gpu/keys/example.key}
+export PYTHONPATH=$ROOT:$SITE
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0
+# NVLink multicast stays off on shared multi-GPU hosts
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+kit() { python3 -c 'import sys; from kit.cli import main; sys.argv[0] = "kit"; main()' "$@"; }
+pipi() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$@"; }
+
+case "${1:?stage}" in
+  kit-wheels)
+    pipi "$ROOT"/.whl/*.whl && python3 -c 'import pydantic, auto_round, rfc8785, cryptography; print("kit deps ok")'
+    ;;
+  stage)
+    SRC=${2:?stage DIR}
+    mkdir -p "$STAGE/parts" "$STAGE/whl"
+    cp -f "$SRC"/parts/* "$STAGE/parts/" 2>/dev/null || true
+    cp -f "$SRC"/whl/* "$STAGE/whl/" 2>/dev/null || true
+    cp -f "$SRC"/install.sh "$SRC"/*.sha256 "$STAGE/" 2>/dev/null || true
+    ls -la "$STAGE" "$STAGE/parts"
+    ;;
+  install-vllm)
+    bash "$STAGE/install.sh" "$STAGE/parts" "$STAGE/whl" "$SITE" &&
+      python3 -c 'import vllm, torch; print("vllm", vllm.__version__, "torch", torch.__version__, torch.cuda.device_count(), "GPUs")'
+    ;;
+  build)
+    kit build "${2:?build RECIPE}"
+    ;;
+  reproduce)
+    RECIPE=${2:?reproduce RECIPE TAG}; TAG=${3:?reproduce RECIPE TAG}; LIMIT=${4:-540}
+    mkdir -p "$OUT/$TAG" /root/reports
+    # SIGTERM at the limit unwinds kit like Ctrl-C: the server is torn down and a partial
+    # report marked incomplete is written
+    timeout --kill-after=30 "$LIMIT" python3 -c 'import sys; from kit.cli import main; sys.argv[0] = "kit"; main()' \
+      reproduce "$RECIPE" --engine-python python3 --key "$KEY" -o /root/reports \
+      2> >(tee "$OUT/$TAG/kit.log" >&2)
+    rc=$?
+    run=$(ls -td /root/reports/*/ 2>/dev/null | head -1)
+    if [ -n "$run" ]; then
+      for f in report.json server.log vllm-bench-narrative.json vllm-bench-code.json; do
+        [ -f "$run/$f" ] && cp "$run/$f" "$OUT/$TAG/"
+      done
+    fi
+    echo "reproduce $TAG: exit $rc ($run)"
+    ;;
+  *)
+    echo "unknown stage $1" >&2; exit 2
+    ;;
+esac
