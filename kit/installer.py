@@ -1,0 +1,185 @@
+"""Python environments for kit and its engines, made with uv and one shared download cache.
+
+kit's own ``.venv`` and every managed engine venv are created and filled by uv: no
+``ensurepip`` is needed, each wheel is downloaded and unpacked once into uv's cache, and every
+venv that needs it (kit's torch for the build stages, the engine's torch) gets it as hard links
+from there, so the same torch is never downloaded, unpacked or stored twice.
+
+uv does not read pip's configuration, so the package locations pip is configured with
+(``index-url``, ``extra-index-url``, ``find-links``, ``cert``; from ``PIP_*`` variables or
+``pip config``) are passed on to uv: a machine behind a mirror, a proxy or a local wheel folder
+keeps working as it did with pip. uv's own ``UV_*`` variables apply as usual (for example
+``UV_TORCH_BACKEND=cpu`` where no CPU torch wheel is configured).
+
+This module uses the standard library only: the Makefile runs it with the system Python,
+before kit's venv exists (``python3 -m kit.installer venv .venv -e '.[build,dev]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+UV_VERSION = "0.13.9"
+
+
+class InstallError(RuntimeError):
+    """A venv could not be created or filled; the message carries uv's last lines."""
+
+
+def _kit_home() -> Path:
+    return Path(os.environ.get("KIT_HOME") or Path.home() / ".cache" / "kit").expanduser()
+
+
+def uv_binary() -> str:
+    """uv to run: $KIT_UV, the uv package of this interpreter, uv on PATH, else a pinned uv
+    installed once with pip under ``$KIT_HOME/tools/uv``."""
+    given = os.environ.get("KIT_UV")
+    if given:
+        return given
+    try:
+        from uv import find_uv_bin  # type: ignore[import-not-found,unused-ignore]
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        pass
+    found = shutil.which("uv")
+    if found:
+        return found
+    target = _kit_home() / "tools" / f"uv-{UV_VERSION}"
+    binary = target / "bin" / "uv"
+    if not binary.exists():
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "--target", str(target), f"uv=={UV_VERSION}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0 or not binary.exists():
+            raise InstallError(
+                f"cannot bootstrap uv {UV_VERSION} with {sys.executable} -m pip:\n"
+                + "\n".join(proc.stdout.strip().splitlines()[-8:])
+                + "\nhint: install uv (e.g. `pipx install uv`, or your distribution's package) "
+                "or point KIT_UV at one"
+            )
+    return str(binary)
+
+
+def _pip_config() -> dict[str, str]:
+    """pip's effective settings (``global.*``/``install.*`` from its files, ``PIP_*`` from the
+    environment), by key; empty when pip is not there."""
+    out: dict[str, str] = {}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is not None and proc.returncode == 0:
+        for line in proc.stdout.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                name = key.rsplit(".", 1)[-1]
+                out[name] = value.strip().strip("'\"")
+    for key, value in os.environ.items():
+        if key.startswith("PIP_") and value:
+            out[key[4:].lower().replace("_", "-")] = value
+    return out
+
+
+def _usable(location: str) -> bool:
+    """False for a local location that does not exist (pip warns and goes on; uv fails)."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return Path(parsed.path if parsed.scheme else location).exists()
+    return True
+
+
+def index_options(config: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """uv arguments and environment for pip's configured package locations."""
+    cfg = _pip_config() if config is None else config
+    args: list[str] = []
+    env: dict[str, str] = {}
+    if cfg.get("index-url") and "UV_INDEX_URL" not in os.environ:
+        args += ["--index-url", cfg["index-url"]]
+    for key, flag in (("extra-index-url", "--extra-index-url"), ("find-links", "--find-links")):
+        for location in cfg.get(key, "").split():
+            if _usable(location):
+                args += [flag, location]
+    if "--extra-index-url" in args and "UV_INDEX_STRATEGY" not in os.environ:
+        # pip picks the best version across all its indexes; uv's default stops at the first
+        # index that has the package at all
+        args += ["--index-strategy", "unsafe-best-match"]
+    cert = cfg.get("cert")
+    if cert and "SSL_CERT_FILE" not in os.environ and Path(cert).exists():
+        env["SSL_CERT_FILE"] = cert
+    return args, env
+
+
+def run_uv(args: list[str], what: str) -> float:
+    """Run uv with pip's package locations; returns seconds taken, raises InstallError."""
+    extra, env_add = index_options() if args[:2] == ["pip", "install"] else ([], {})
+    env = {**os.environ, **env_add}
+    argv = [uv_binary(), *args, *extra]
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
+        raise InstallError(f"could not {what}:\n{tail}")
+    return time.monotonic() - t0
+
+
+def create_venv(root: Path, python: str | None = None, *, seed: bool = False) -> Path:
+    """A new venv at ``root`` for ``python`` (default: this interpreter), with pip in it when
+    ``seed``; returns its python."""
+    args = ["venv", "--quiet", "--allow-existing", "--python", python or sys.executable]
+    run_uv([*args, *(["--seed"] if seed else []), str(root)], f"create a venv in {root}")
+    return root / "bin" / "python"
+
+
+def install(python: Path, requirements: list[str], *, editable: str | None = None) -> float:
+    """``uv pip install`` into the venv of ``python``; returns seconds taken."""
+    args = ["pip", "install", "--quiet", "--python", str(python), *requirements]
+    if editable:
+        args += ["--editable", editable]
+    return run_uv(args, f"install {' '.join(requirements + ([editable] if editable else []))}")
+
+
+def uninstall(python: Path, packages: list[str]) -> None:
+    """Remove packages from the venv of ``python`` (absent ones are fine)."""
+    run_uv(["pip", "uninstall", "--quiet", "--python", str(python), *packages], "uninstall")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kit.installer",
+        description="Create a venv with uv, using pip's configured package locations.",
+    )
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    venv = sub.add_parser("venv", help="create (or update) a venv and install into it")
+    venv.add_argument("root", type=Path)
+    venv.add_argument("requirements", nargs="*")
+    venv.add_argument("-e", "--editable")
+    venv.add_argument("--python", default=sys.executable)
+    venv.add_argument("--seed", action="store_true", help="put pip into the venv too")
+    ns = parser.parse_args(argv)
+    try:
+        python = create_venv(ns.root, ns.python, seed=ns.seed)
+        took = install(python, ns.requirements, editable=ns.editable)
+    except InstallError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    print(f"kit.installer: {ns.root} ready ({took:.1f} s to install)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
