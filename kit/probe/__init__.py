@@ -4,7 +4,12 @@
   (:func:`collect_nvml_dump`) and builds a :class:`HostProbe` from it
   (:func:`host_probe_from_dump`); recorded dumps go through the same parsing.
 - :class:`GpuSampler` samples the GPUs on a background thread during a benchmark.
-- :func:`probe_findings` turns both into findings for the report's validity verdict.
+- :class:`HostLoadSampler` measures how busy the host was in the measured windows, and with
+  what (:class:`HostLoad`); :func:`process_tree` and :func:`process_group` say which pids are
+  ours.
+- :func:`probe_findings` and :func:`host_load_findings` turn them into findings for the
+  report's validity verdict.
+- :func:`isa_level` and :func:`cpu_summary` read the CPU's vector tier from ``CpuInfo.isa``.
 
 Works without a GPU: the probe then has no GPUs and says why in ``nvml_error``.
 """
@@ -12,41 +17,58 @@ Works without a GPU: the probe then has no GPUs and says why in ``nvml_error``.
 from __future__ import annotations
 
 from kit.probe.dump import anonymize_dump, collect_host_facts, collect_nvml_dump
-from kit.probe.findings import probe_findings
+from kit.probe.findings import host_load_findings, probe_findings
+from kit.probe.hostload import HostLoadSampler, process_group, process_tree
 from kit.probe.models import (
+    CpuInfo,
     Finding,
     GpuInfo,
     GpuSample,
     GpuSampling,
     GpuSummary,
+    HostLoad,
     HostProbe,
+    IsaLevel,
     Mark,
+    ProcessCpu,
     Unavailable,
     VramTriplet,
+    cpu_summary,
+    isa_level,
 )
 from kit.probe.parse import host_probe_from_dump, probe_to_json, redact_value
 from kit.probe.sampler import GpuSampler, build_sampling, energy_per_token_j, window_energy
 
 __all__ = [
+    "CpuInfo",
     "Finding",
     "GpuInfo",
     "GpuSample",
     "GpuSampler",
     "GpuSampling",
     "GpuSummary",
+    "HostLoad",
+    "HostLoadSampler",
     "HostProbe",
+    "IsaLevel",
     "Mark",
+    "ProcessCpu",
     "Unavailable",
     "VramTriplet",
     "anonymize_dump",
     "build_sampling",
     "collect_host_facts",
     "collect_nvml_dump",
+    "cpu_summary",
     "energy_per_token_j",
+    "host_load_findings",
     "host_probe_from_dump",
+    "isa_level",
     "probe_findings",
     "probe_host",
     "probe_to_json",
+    "process_group",
+    "process_tree",
     "redact_value",
     "window_energy",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kit.probe.models import Finding, GpuSampling, HostProbe, Unavailable
+from kit.probe.models import Finding, GpuSampling, HostLoad, HostProbe, Unavailable
 
 # Clocks-event reasons that say nothing against a measurement: an idle GPU, boost sync, display.
 BENIGN_REASONS = frozenset({"GpuIdle", "SyncBoost", "DisplayClockSetting"})
@@ -10,6 +10,11 @@ BENIGN_REASONS = frozenset({"GpuIdle", "SyncBoost", "DisplayClockSetting"})
 SEVERE_REASONS = frozenset(
     {"HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown"}
 )
+# Host load (kit.probe.hostload): above these, the measured window was not the bench's alone.
+OTHER_CPU_PCT_MAX = 10.0  # other processes' CPU, % of the machine's capacity
+STEAL_PCT_MAX = 5.0  # CPU time the hypervisor gave to other guests, % of all CPU time
+FOREIGN_GPU_PROCESSES_MAX = 0  # compute processes on the GPUs that are not ours
+TOP_CPU_S_MIN = 0.1  # other processes named in the message used at least this many seconds
 
 
 def probe_findings(host: HostProbe, sampling: GpuSampling | None) -> list[Finding]:
@@ -151,3 +156,46 @@ def _sampling_findings(host: HostProbe, sampling: GpuSampling) -> list[Finding]:
             )
         )
     return findings
+
+
+def host_load_findings(load: HostLoad) -> list[Finding]:
+    """Warnings that the host was not quiet while measuring, by code.
+
+    ``host-not-quiet`` when other processes used more than :data:`OTHER_CPU_PCT_MAX` % of the
+    CPU, ``cpu-steal`` when steal passed :data:`STEAL_PCT_MAX` %, ``foreign-gpu-processes``
+    when a GPU ran compute processes that are not ours. Figures that were not measured give none.
+    """
+    findings: list[Finding] = []
+    if load.other_cpu_pct is not None and load.other_cpu_pct > OTHER_CPU_PCT_MAX:
+        top = ", ".join(
+            f"{p.comm} {p.cpu_s:.1f} s" for p in load.top_other[:3] if p.cpu_s >= TOP_CPU_S_MIN
+        )
+        findings.append(
+            Finding(
+                code="host-not-quiet",
+                severity="warning",
+                message=f"host not quiet: other processes used {load.other_cpu_pct:.0f} % of the "
+                f"CPU ({load.cores} cores, {load.window_s:.1f} s measured"
+                + (f"; top: {top})" if top else ")"),
+            )
+        )
+    if load.steal_pct is not None and load.steal_pct > STEAL_PCT_MAX:
+        findings.append(
+            Finding(
+                code="cpu-steal",
+                severity="warning",
+                message=f"CPU steal: the hypervisor gave {load.steal_pct:.0f} % of this VM's CPU "
+                "time to other guests while measuring",
+            )
+        )
+    foreign = load.foreign_gpu_processes
+    if foreign is not None and foreign > FOREIGN_GPU_PROCESSES_MAX:
+        findings.append(
+            Finding(
+                code="foreign-gpu-processes",
+                severity="warning",
+                message=f"{foreign} compute process{'es' if foreign != 1 else ''} not ours "
+                "ran on the GPUs while measuring",
+            )
+        )
+    return sorted(findings, key=lambda f: f.code)

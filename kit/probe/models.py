@@ -1,4 +1,4 @@
-"""The probe's typed results: host facts, GPU sampling and validity findings.
+"""The probe's typed results: host facts, GPU sampling, host load and validity findings.
 
 A value the source could not give is an :class:`Unavailable` with the reason, never a zero:
 ``"power_draw_w": {"reason": "NotSupported"}``.
@@ -43,7 +43,29 @@ class OsInfo(_Model):
 class CpuInfo(_Model):
     """The host's processors and memory."""
 
-    model: str | Unavailable = Field(description="CPU model name from /proc/cpuinfo.")
+    model: str | Unavailable = Field(
+        description=(
+            "CPU model name from /proc/cpuinfo; on arm64 without one, the core named from "
+            "'CPU implementer' and 'CPU part' (e.g. 'Neoverse-V1')."
+        )
+    )
+    vendor: str | Unavailable | None = Field(
+        default=None,
+        description=(
+            "x86: vendor_id (GenuineIntel, AuthenticAMD, ...); arm64: the 'CPU implementer' "
+            "named (ARM, Ampere, Apple, HiSilicon, ...) or its code ('0x51') when unknown. "
+            "None in reports written before kit recorded it."
+        ),
+    )
+    isa: list[str] | None = Field(
+        default=None,
+        description=(
+            "Instruction-set extensions that matter to inference engines, as the kernel names "
+            "them, sorted: of X86_ISA_FLAGS from the first processor's 'flags', or of "
+            "ARM64_ISA_FLAGS from its 'Features'. None in reports written before kit recorded "
+            "it, or when /proc/cpuinfo lists no flags."
+        ),
+    )
     logical_cores: int | Unavailable = Field(description="Logical CPUs the OS reports.")
     usable_cores: int | Unavailable = Field(description="Logical CPUs this process may run on.")
     physical_cores: int | Unavailable = Field(description="Distinct (socket, core) pairs.")
@@ -56,6 +78,92 @@ class CpuInfo(_Model):
         description="The cgroup memory limit of this process; None when none is set or readable."
     )
     numa_nodes: int | Unavailable = Field(description="NUMA nodes under /sys/devices/system/node.")
+
+
+# The CPU flags (kernel names) an inference engine's kernels choose between.
+X86_ISA_FLAGS = frozenset(
+    {
+        "avx",
+        "avx2",
+        "fma",
+        "f16c",
+        "avx_vnni",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512dq",
+        "avx512cd",
+        "avx512_bf16",
+        "avx512_vnni",
+        "avx512_fp16",
+        "avx512vbmi",
+        "amx_bf16",
+        "amx_int8",
+        "amx_tile",
+    }
+)
+# asimd is NEON, asimddp the dot-product instructions.
+ARM64_ISA_FLAGS = frozenset({"asimd", "sve", "sve2", "bf16", "i8mm", "asimddp"})
+
+IsaLevel = Literal["avx512-bf16", "avx512", "avx2", "arm64-sve", "arm64-neon", "baseline"]
+
+
+def isa_level(isa: list[str]) -> IsaLevel:
+    """The widest vector tier the flags allow, the one CPU kernels are picked by.
+
+    ``avx512-bf16`` (avx512f and avx512_bf16), ``avx512`` (avx512f), ``avx2``, ``arm64-sve``
+    (sve), ``arm64-neon`` (asimd), else ``baseline``.
+    """
+    flags = set(isa)
+    if "avx512f" in flags:
+        return "avx512-bf16" if "avx512_bf16" in flags else "avx512"
+    if "avx2" in flags:
+        return "avx2"
+    if "sve" in flags:
+        return "arm64-sve"
+    if "asimd" in flags:
+        return "arm64-neon"
+    return "baseline"
+
+
+# Short vendor names for x86 vendor_id strings, for summaries.
+_X86_VENDORS = {
+    "GenuineIntel": "Intel",
+    "AuthenticAMD": "AMD",
+    "HygonGenuine": "Hygon",
+    "CentaurHauls": "Centaur",
+}
+
+
+def cpu_summary(cpu: CpuInfo) -> str:
+    """One line for humans: the CPU and what its vector units can do.
+
+    ``AMD EPYC, avx2 (no avx512)``; ``Intel(R) Xeon(R) Platinum 8488C, avx512-bf16 + amx``;
+    ``ARM Neoverse-V1, arm64-sve (bf16, i8mm, no sve2)``.
+    """
+    model = cpu.model if isinstance(cpu.model, str) else "unknown CPU"
+    vendor = _X86_VENDORS.get(cpu.vendor, cpu.vendor) if isinstance(cpu.vendor, str) else None
+    if vendor and not vendor.startswith("0x") and vendor.lower() not in model.lower():
+        model = f"{vendor} {model}"
+    if cpu.isa is None:
+        return f"{model}, ISA not recorded"
+    flags = set(cpu.isa)
+    level = isa_level(cpu.isa)
+    if level == "avx512-bf16":
+        detail = " + amx" if "amx_bf16" in flags else " (no amx)"
+    elif level == "avx512":
+        detail = " (vnni, no bf16)" if "avx512_vnni" in flags else " (no bf16)"
+    elif level == "avx2":
+        detail = " (no avx512)"
+    elif level in ("arm64-sve", "arm64-neon"):
+        extras = [f for f in ("sve2", "bf16", "i8mm") if f in flags]
+        missing = "no sve2" if level == "arm64-sve" else "no sve"
+        if level == "arm64-sve" and "sve2" in flags:
+            missing = ""
+        detail = " (" + ", ".join([*extras, *([missing] if missing else [])]) + ")"
+    else:
+        detail = " (no avx2)" if cpu.vendor in _X86_VENDORS else ""
+    return f"{model}, {level}{detail}"
 
 
 class ContainerInfo(_Model):
@@ -303,6 +411,68 @@ class GpuSampling(_Model):
     window: SamplingWindow | None = Field(description="The measured window; None without readings.")
     summaries: list[GpuSummary] = Field(description="Per-GPU summaries over the window.")
     energy_j: float | Unavailable = Field(description="Energy of all GPUs over the window, J.")
+
+
+# ---------------------------------------------------------------------------------------------
+# host load
+
+
+class ProcessCpu(_Model):
+    """CPU time that processes of one name used in the measured windows."""
+
+    comm: str = Field(
+        description="The processes' name (/proc/[pid]/comm, at most 15 characters); never a "
+        "command line."
+    )
+    cpu_s: float = Field(
+        description="User + system CPU seconds, summed over processes and windows."
+    )
+
+
+class HostLoad(_Model):
+    """How busy the machine was while measuring, and with what: is the box quiet?
+
+    Percentages are of the whole machine's capacity, ``cores`` × ``window_s``: 50 % on two
+    cores is one core's worth. Several measured windows (one per prompt) are summed.
+    """
+
+    window_s: float = Field(description="Seconds inside measured windows, summed.")
+    windows: int = Field(description="Measured windows (measure_start .. measure_end) seen.")
+    samples: int = Field(description="Readings of /proc taken inside the windows, edges included.")
+    cores: int | None = Field(description="Online CPUs (the cpuN lines of /proc/stat).")
+    busy_pct: float | None = Field(
+        description="user + nice + system + irq + softirq of all CPUs, % of the /proc/stat total "
+        "(idle, iowait and steal are not busy)."
+    )
+    steal_pct: float | None = Field(
+        description="CPU time the hypervisor gave to other guests, % of the /proc/stat total."
+    )
+    own_cpu_pct: float | None = Field(
+        description="CPU of kit, the server and their children (own_pids), % of capacity."
+    )
+    other_cpu_pct: float | None = Field(
+        description="CPU of every other process, kernel threads included, % of capacity."
+    )
+    loadavg_start: float | None = Field(
+        description="1-minute load average at the first window's start (/proc/loadavg)."
+    )
+    loadavg_end: float | None = Field(
+        description="1-minute load average at the last window's end (/proc/loadavg)."
+    )
+    top_other: list[ProcessCpu] = Field(
+        description="The (at most 5) other process names that used the most CPU, most first."
+    )
+    foreign_gpu_processes: int | None = Field(
+        description="Most compute processes seen at once on all GPUs whose pid is not ours "
+        "(nvmlDeviceGetComputeRunningProcesses); None without NVML (see foreign_gpu_unavailable)."
+    )
+    foreign_gpu_unavailable: str | None = Field(
+        description="Why foreign GPU processes were not counted; None when they were."
+    )
+    error: str | None = Field(
+        description="What went wrong while sampling (the figures cover what was read before); "
+        "None when nothing did."
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from typing import Any
 from kit.errors import BadInputError
 from kit.probe.dump import DUMP_FORMAT, DUMP_VERSION
 from kit.probe.models import (
+    ARM64_ISA_FLAGS,
+    X86_ISA_FLAGS,
     ClockInfo,
     ContainerInfo,
     CpuInfo,
@@ -180,6 +182,8 @@ def _cpu(host: dict[str, Any]) -> CpuInfo:
     total_kib = host.get("meminfo_total_kib")
     return CpuInfo(
         model=_fact(info.get("model"), "NotInCpuinfo"),
+        vendor=_cpu_vendor(info),
+        isa=_cpu_isa(info),
         logical_cores=_fact(host.get("os_cpu_count")),
         usable_cores=_fact(host.get("affinity_cpus")),
         physical_cores=_fact(info.get("physical_cores"), "NotInCpuinfo"),
@@ -189,6 +193,24 @@ def _cpu(host: dict[str, Any]) -> CpuInfo:
         cgroup_memory_limit_mib=_cgroup_limit_mib(host.get("cgroup_memory_max")),
         numa_nodes=_fact(None if host.get("numa_nodes") is None else len(host["numa_nodes"])),
     )
+
+
+def _cpu_vendor(info: dict[str, Any]) -> str | Unavailable | None:
+    """The vendor; None from a dump written before kit recorded it."""
+    if "error" in info:
+        return Unavailable(reason=str(info["error"]))
+    if "vendor" not in info:
+        return None
+    vendor = info["vendor"]
+    return Unavailable(reason="NotInCpuinfo") if vendor is None else str(vendor)
+
+
+def _cpu_isa(info: dict[str, Any]) -> list[str] | None:
+    """The known ISA flags of the dump, sorted; None when not recorded."""
+    isa = info.get("isa")
+    if not isinstance(isa, list):
+        return None
+    return sorted({str(flag) for flag in isa} & (X86_ISA_FLAGS | ARM64_ISA_FLAGS))
 
 
 def _cgroup_limit_mib(text: Any) -> int | None:
