@@ -2,7 +2,10 @@
 
 Before any figure, comparability: each aspect that differs is named. Model, quantization and
 protocol differences refuse the comparison (``VerificationFailed``, exit 1) unless forced;
-hardware, engine, serving settings and patch differences are warnings listed in the result.
+hardware, engine, kernels, serving settings and patch differences are warnings listed in the
+result. Kernels are the engine's choices read from the server log (linear kernels, the CPU W4A16
+path and kernel build, the attention backend); a side that did not record them (a report written
+before kit read them) or did not log one of them differs in nothing there.
 
 Deltas are ``B - A`` (in reference mode ``this run - reference``), in percent of A. The noise band
 of a difference of two means is ``2 * sqrt(sa²/na + sb²/nb)`` from the sample standard deviations
@@ -27,7 +30,9 @@ from kit.probe import Unavailable
 from kit.report import Report
 from kit.show import engine_text, model_name, quant_name, rig
 
-Aspect = Literal["model", "quantization", "protocol", "hardware", "engine", "serving", "patches"]
+Aspect = Literal[
+    "model", "quantization", "protocol", "hardware", "engine", "kernels", "serving", "patches"
+]
 REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol")
 # bench keys that do not change what is measured
 _PROTOCOL_IGNORED = frozenset({"request_timeout_s", "stall_timeout_s"})
@@ -320,6 +325,24 @@ def _hardware_diffs(a: Report, b: Report) -> list[str]:
     return out
 
 
+def _kernel_diffs(a: Report, b: Report) -> list[str]:
+    """How the kernels the engines chose differ; nothing where a side recorded no choice."""
+    ca = a.server.engine_choices if a.server else None
+    cb = b.server.engine_choices if b.server else None
+    if ca is None or cb is None:
+        return []
+    out = []
+    for label, x, y in (
+        ("linear kernels", ", ".join(ca.linear_kernels), ", ".join(cb.linear_kernels)),
+        ("w4a16 path", ca.w4a16_path, cb.w4a16_path),
+        ("CPU kernel build", ca.cpu_kernel_build, cb.cpu_kernel_build),
+        ("attention backend", ca.attention_backend, cb.attention_backend),
+    ):
+        if x and y and x != y:
+            out.append(f"{label} {x} vs {y}")
+    return out
+
+
 def comparability(a: Report, b: Report) -> list[Difference]:
     """Every aspect in which two reports differ, each with what differs."""
     out: list[Difference] = []
@@ -349,6 +372,7 @@ def comparability(a: Report, b: Report) -> list[Difference]:
     add("hardware", _hardware_diffs(a, b))
     ea, eb = _engine_key(a), _engine_key(b)
     add("engine", [f"{ea} vs {eb}"] if ea != eb else [])
+    add("kernels", _kernel_diffs(a, b))
     serving = _section_diff(
         _section(a, "server"), _section(b, "server"), "server", _SERVING_IGNORED
     )
@@ -385,7 +409,8 @@ def _label(report: Report) -> str:
 
 def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:
     """B against A. Refuses (``VerificationFailed``) when model, quantization or protocol
-    differ, unless ``force``; hardware, engine, serving and patch differences are warnings."""
+    differ, unless ``force``; hardware, engine, kernel, serving and patch differences are
+    warnings."""
     diffs = comparability(a, b)
     _refuse_or_keep(diffs, force, "the reports")
     metrics, notes = _report_metrics(a, b)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kit import __version__
 from kit.bench import BenchResult
+from kit.enginelog import EngineChoices
 from kit.metrics import Stats
 from kit.model import ModelManifest
 from kit.patches import PatchManifest
@@ -38,6 +39,12 @@ class ServerInfo(BaseModel):
     env: dict[str, str] = Field(description="Environment the recipe set for the server.")
     boot_s: float | None = Field(description="Seconds from start to healthy.")
     log_file: str | None = Field(None, description="Server log file name beside the report.")
+    engine_choices: EngineChoices | None = Field(
+        None,
+        description="Kernels the engine chose (linear kernels, CPU W4A16 path and kernel build, "
+        "attention backend), read from the server log; None in reports written before kit read "
+        "them or when the log could not be read.",
+    )
 
 
 class Report(BaseModel):

@@ -1,7 +1,9 @@
 """Show stage: a report for people, as a terminal table or a row of a Club-3090-style table.
 
 The rig is described the way benchmark tables do it: card count × GPU name, PCIe generation and
-lanes per card, power caps per card, the interconnect; "CPU (n cores)" without a GPU.
+lanes per card, power caps per card, the interconnect; "CPU (n cores)" without a GPU. The kernels
+the engine chose (read from its server log) follow the engine: a row of their own in the terminal
+table, a few words after the engine in the Markdown row's engine cell.
 """
 
 from __future__ import annotations
@@ -131,6 +133,15 @@ def engine_text(report: Report) -> str:
     return text
 
 
+def kernels_text(report: Report, *, short: bool = False) -> str | None:
+    """The kernels the engine chose, from its server log: a line, or with ``short`` a few words
+    ('' when the log named none); None when the report did not record them."""
+    choices = report.server.engine_choices if report.server is not None else None
+    if choices is None:
+        return None
+    return choices.short() if short else choices.summary()
+
+
 def model_name(recipe: dict[str, Any]) -> str:
     """A recipe's model in a few words: 'Qwen/Qwen3-8B@0123abc', 'synthetic Qwen3 (2L, ...)'."""
     model = recipe.get("model") or {}
@@ -239,9 +250,10 @@ def markdown_header() -> str:
 def markdown_row(report: Report, *, header: bool = False) -> str:
     """One row in the style of Club-3090's BENCHMARKS.md; with ``header``, the header first."""
     r = rig(report.host)
+    kernels = kernels_text(report, short=True)
     cells = [
         r.cell if r is not None else "unknown (no host probe)",
-        engine_text(report),
+        engine_text(report) + (f"; {kernels}" if kernels else ""),
         model_text(report),
         spec_text(report),
         _decode(report, "narrative"),
@@ -287,8 +299,11 @@ def show_table(report: Report, check: SignatureCheck | None = None) -> str:
         f"validity  {validity}",
         f"signer    {signer_text(check)}",
         f"engine    {engine_text(report)}",
-        f"model     {model_text(report)}; spec {spec_text(report)}",
     ]
+    kernels = kernels_text(report)
+    if kernels is not None:
+        lines.append(f"kernels   {kernels}")
+    lines.append(f"model     {model_text(report)}; spec {spec_text(report)}")
     lines += _host_lines(report)
     lines += ["", summary_table(report)]
     lines += _sampling_lines(report)

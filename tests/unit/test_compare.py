@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from kit.compare import Difference, compare_reports, compare_with_reference, noise_band
+from kit.compare import (
+    Difference,
+    comparability,
+    compare_reports,
+    compare_with_reference,
+    noise_band,
+)
+from kit.enginelog import parse_engine_log
 from kit.errors import BadInputError, VerificationFailed
 from kit.metrics import Stats
 from kit.recipe import load_recipe
@@ -281,6 +288,62 @@ def test_missing_host_probe_is_a_hardware_warning(a: Report, b: Report) -> None:
     assert result.differences == [
         Difference(aspect="hardware", refuses=False, detail="unknown for B (no host probe)")
     ]
+
+
+FALLBACK_LOG = """\
+(Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:60] kit: CPU kernel build vllm._C_AVX2 \
+(cpu_gemm_wna16: absent)
+(Worker pid=3630) INFO 12-01 08:16:13 [auto_gptq.py:352] Using CPUWNA16LinearKernel for \
+AutoGPTQLinearMethod
+(Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:200] kit: CPUWNA16LinearKernel W4A16 path: \
+torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
+(Worker pid=3630) INFO 12-01 08:16:14 [cpu.py:179] Using CPU_ATTN backend.
+"""
+COMPILED_LOG = FALLBACK_LOG.replace("vllm._C_AVX2 (", "vllm._C (").replace(
+    "torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)",
+    "compiled cpu_gemm_wna16 (isa_hint vec)",
+)
+
+
+def with_log(report: Report, log: str) -> Report:
+    """The report as if its server had printed ``log``."""
+    assert report.server is not None
+    server = report.server.model_copy(update={"engine_choices": parse_engine_log(log)})
+    return report.model_copy(update={"server": server})
+
+
+def test_kernel_difference_is_a_warning_naming_both_sides(a: Report, b: Report) -> None:
+    result = compare_reports(with_log(a, FALLBACK_LOG), with_log(b, COMPILED_LOG))
+    detail = "w4a16 path torch-fallback vs compiled; CPU kernel build vllm._C_AVX2 vs vllm._C"
+    assert result.differences == [Difference(aspect="kernels", refuses=False, detail=detail)]
+    assert not result.forced
+    assert f"warning: kernels differ: {detail}" in result.render().splitlines()
+    assert any(m.metric == "narrative decode TPS" for m in result.metrics)
+
+
+def test_linear_kernel_and_attention_differences(a: Report, b: Report) -> None:
+    other = FALLBACK_LOG.replace("CPUWNA16LinearKernel", "Dynamic4bitLinearKernel").replace(
+        "Using CPU_ATTN backend.", "Using CPU_MLA backend."
+    )
+    kernels = comparability(with_log(a, FALLBACK_LOG), with_log(b, other))
+    assert kernels == [
+        Difference(
+            aspect="kernels",
+            refuses=False,
+            detail="linear kernels CPUWNA16LinearKernel vs Dynamic4bitLinearKernel; "
+            "attention backend CPU_ATTN vs CPU_MLA",
+        )
+    ]
+
+
+def test_same_kernels_or_a_side_without_them_say_nothing(a: Report, b: Report) -> None:
+    assert comparability(with_log(a, FALLBACK_LOG), with_log(b, FALLBACK_LOG)) == []
+    # an older report (no engine_choices) against a newer one: nothing to compare
+    assert a.server is not None and a.server.engine_choices is None
+    assert comparability(a, with_log(b, COMPILED_LOG)) == []
+    # a log that did not name the W4A16 path (an unpatched engine) differs in nothing there
+    stock = "Using CPUWNA16LinearKernel for AutoGPTQLinearMethod\nUsing CPU_ATTN backend.\n"
+    assert comparability(with_log(a, stock), with_log(b, COMPILED_LOG)) == []
 
 
 # ---------------------------------------------------------------------------------------------

