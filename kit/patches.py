@@ -65,6 +65,11 @@ class PatchMeta(_Model):
         pattern=r"^(cpu-server|not-run-here \(.+\))$",
         description="'cpu-server' (proved against a real server here) or 'not-run-here (why)'.",
     )
+    provides: list[str] = Field(
+        default_factory=list,
+        description="Capabilities the engine gains, which kit's preflight looks for (e.g. "
+        "cpu-w4a16-without-avx512: INT4 models serve on CPUs without AVX512).",
+    )
     fingerprints: dict[str, str] = Field(
         default_factory=dict,
         description="sha256 of each touched file after the whole series is applied "

@@ -18,9 +18,19 @@ from typing import Any, Literal
 from kit import engine as engine_mod
 from kit.bench import Bencher, BenchResult, RequestRecord, model_info
 from kit.engine import EngineEnv
+from kit.enginelog import read_engine_choices
 from kit.errors import KitError
 from kit.model import ModelManifest, display_path, fetch_draft, fetch_model
-from kit.probe import GpuSampler, GpuSampling, HostProbe, energy_per_token_j, probe_host
+from kit.preflight import preflight
+from kit.probe import (
+    GpuSampler,
+    GpuSampling,
+    HostLoad,
+    HostLoadSampler,
+    HostProbe,
+    energy_per_token_j,
+    probe_host,
+)
 from kit.progress import Status
 from kit.quantize import QuantManifest, quantize
 from kit.recipe import LoadedRecipe
@@ -143,6 +153,7 @@ class Evidence:
 
     host: HostProbe | None = None
     sampling: GpuSampling | None = None
+    host_load: HostLoad | None = None
     server: ServerInfo | None = None
     roofline: Roofline | None = None
     vllm_bench: VllmBench | None = None
@@ -186,6 +197,7 @@ def finish_report(
             "bench": result,
             "host": ev.host,
             "gpu_sampling": ev.sampling,
+            "host_load": ev.host_load,
             "energy_per_token_j": energy,
             "roofline": ev.roofline,
             "vllm_bench": ev.vllm_bench,
@@ -203,6 +215,7 @@ def server_info(server: RunningServer, runtime: Literal["native", "compose"]) ->
         env=server.env,
         boot_s=server.boot_s,
         log_file=server.log_path.name,
+        engine_choices=read_engine_choices(server.log_path),
     )
 
 
@@ -264,10 +277,14 @@ def planned_requests(loaded: LoadedRecipe) -> int:
 def measure(
     url: str,
     loaded: LoadedRecipe,
+    ev: Evidence,
     alive: Callable[[], str] | None = None,
     sample_interval_s: float = 0.5,
-) -> tuple[BenchResult, GpuSampling]:
-    """Bench a running server with the recipe's protocol while sampling the GPUs."""
+    host_load: bool = True,
+) -> BenchResult:
+    """Bench a running server with the recipe's protocol while sampling the GPUs and, when
+    ``host_load`` (the server is kit's child, or in a container), how busy the host is with
+    other work; the samples go into ``ev``."""
     model_name, max_len = model_info(url)
     status = Status()
     bencher = Bencher(
@@ -278,10 +295,15 @@ def measure(
         alive=alive,
         on_request=_progress_line(status, planned_requests(loaded)),
     )
-    with GpuSampler(interval_s=sample_interval_s) as sampler:
+    # "ours" for the host-load sampler: kit and its children (the native server's group)
+    with GpuSampler(interval_s=sample_interval_s) as sampler, HostLoadSampler() as load:
         bencher.hooks.append(sampler.mark)
+        if host_load:
+            bencher.hooks.append(load.mark)
         result = bencher.run()
-    return result, sampler.sampling
+    ev.sampling = sampler.sampling
+    ev.host_load = load.host_load if host_load else None
+    return result
 
 
 def measured_bandwidth(loaded: LoadedRecipe, env: EngineEnv, ev: Evidence) -> Bandwidth | None:
@@ -367,6 +389,7 @@ def reproduce(
     A failure after the build still writes a report marked incomplete (with the runs made so
     far) before the error propagates.
     """
+    preflight(loaded)
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     report = new_report(loaded, run_id)
@@ -386,7 +409,7 @@ def reproduce(
         ) as server:
             status.done()
             ev.server = server_info(server, "native")
-            result, ev.sampling = measure(server.url, loaded, alive=server.exit_reason)
+            result = measure(server.url, loaded, ev, alive=server.exit_reason)
             after_bench(loaded, built, env, server.url, result, bandwidth, ev, out_dir)
     except (KitError, KeyboardInterrupt) as exc:
         status.done()
@@ -415,7 +438,8 @@ def bench_target(
         host=_host_for_report(probe_host(redact=True)),
         server=ServerInfo(runtime="external", argv=[], env={}, boot_s=None),
     )
-    result, ev.sampling = measure(url, loaded)
+    # the server is not kit's: its CPU would count as another process's
+    result = measure(url, loaded, ev, host_load=False)
     report = report.model_copy(
         update={"notes": [*report.notes, f"benchmarked a server kit did not start ({url})"]}
     )

@@ -20,7 +20,7 @@ from kit.enginelog import EngineChoices
 from kit.metrics import Stats
 from kit.model import ModelManifest
 from kit.patches import PatchManifest
-from kit.probe import GpuSampling, HostProbe
+from kit.probe import GpuSampling, HostLoad, HostProbe
 from kit.quantize import QuantManifest
 from kit.roofline import Roofline
 from kit.validity import Validity
@@ -79,6 +79,11 @@ class Report(BaseModel):
     host: HostProbe | None = Field(None, description="Host probe: hardware and settings.")
     gpu_sampling: GpuSampling | None = Field(
         None, description="GPU memory, power, clocks and PCIe sampled during the bench."
+    )
+    host_load: HostLoad | None = Field(
+        None,
+        description="How busy the host was with other work during the measured windows: CPU "
+        "of other processes, steal time, load average, foreign GPU processes.",
     )
     energy_per_token_j: float | None = Field(
         None,

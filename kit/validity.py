@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kit.probe import Finding, GpuSampling, HostProbe, probe_findings
+from kit.probe import Finding, GpuSampling, HostLoad, HostProbe, host_load_findings, probe_findings
 
 CV_LIMIT_PCT = 5.0
 
@@ -88,6 +88,19 @@ def verdict(
             )
     if host is not None:
         found.extend(probe_findings(host, sampling))
+    load = report.get("host_load")
+    if load:
+        quiet = host_load_findings(HostLoad.model_validate(load))
+        found.extend(quiet)
+        causes = [f.message for f in quiet]
+        if causes:
+            # a noisy figure names what was seen on the host while it was measured
+            found = [
+                _finding(f.code, f.severity, f"{f.message}; {'; '.join(causes)}")
+                if f.code == "decode-cv-high"
+                else f
+                for f in found
+            ]
     if not report.get("canonical", True):
         found.append(
             _finding(

