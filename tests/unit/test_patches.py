@@ -454,3 +454,16 @@ def test_real_series_on_the_installed_engine(tmp_path: Path) -> None:
     manifest = kp.apply(series, copy)
     assert {p.state for p in manifest.patches} == {"applied"}
     assert kp.verify(series, copy) == manifest
+
+
+def test_apply_never_writes_through_a_hard_link(tmp_path: Path, site: Path) -> None:
+    """uv installs engine files as hard links into its cache, shared by every venv: patching
+    one venv must replace its files, never edit the shared copy (an unpatched venv next to a
+    patched one must stay unpatched)."""
+    series = kp.load_series(write_series(tmp_path, {"0001-a.patch": P1, "0002-ab.patch": P2}))
+    cache = tmp_path / "uv-cache-a.py"
+    os.link(site / "vllm" / "a.py", cache)
+    kp.apply(series, site)
+    assert (site / "vllm" / "a.py").read_text() == A2
+    assert cache.read_text() == A  # the other link still holds the pristine file
+    assert cache.stat().st_nlink == 1
