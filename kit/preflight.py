@@ -88,6 +88,8 @@ def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check
     where = f"{model or 'this CPU'} ({level})"
     if machine not in ("x86_64", "AMD64"):
         return Check("cpu-isa", True, f"{where}: not an x86-64 CPU, ISA not checked")
+    if not isa:
+        return Check("cpu-isa", True, "no CPU flags readable (/proc/cpuinfo): ISA not checked")
     if "avx2" not in isa:
         return Check(
             "cpu-isa",
@@ -123,7 +125,16 @@ def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check
 
 
 def memory_check(recipe: Recipe, available_gib: float | None) -> Check:
-    kv = float(recipe.server.env.get("VLLM_CPU_KVCACHE_SPACE", DEFAULT_KV_GIB))
+    raw = recipe.server.env.get("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_KV_GIB))
+    try:
+        kv = float(raw)
+    except ValueError:
+        return Check(
+            "memory",
+            False,
+            f"server.env.VLLM_CPU_KVCACHE_SPACE={raw!r} is not a number of GiB",
+            'set it to the KV cache size in GiB, e.g. "1"',
+        )
     need = kv + _model_gib(recipe) + ENGINE_RSS_GIB
     if available_gib is None:
         return Check("memory", True, f"needs about {need:.1f} GiB; MemAvailable not readable")
@@ -148,7 +159,7 @@ def disk_check(recipe: Recipe, home: Path, engine_installed: bool) -> Check:
     return Check(
         "disk",
         free >= need,
-        f"{free:.1f} GiB free under {display_path(probe)}, about {need:.1f} GiB needed"
+        f"{free:.1f} GiB free for {display_path(home)}, about {need:.1f} GiB needed"
         + ("" if engine_installed else " (the engine venv is not installed yet)"),
         "free disk space, or point KIT_HOME at a larger disk",
     )

@@ -22,6 +22,7 @@ from typing import Any
 from kit import image
 from kit.compose.env import render, signing_key_file, write_env
 from kit.errors import BadInputError, EnvironmentProblem, KitError, ServerError
+from kit.preflight import preflight
 from kit.recipe import LoadedRecipe, Recipe
 from kit.report import Report
 from kit.serve import RunningServer, check_port, free_port
@@ -323,6 +324,7 @@ def reproduce(
     from kit.report import new_run_id
     from kit.sign import read_report
 
+    preflight(loaded)
     image.engine_version()
     command = compose_command()
     if loaded.recipe.server.engine.device == "cuda":

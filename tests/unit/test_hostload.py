@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -155,7 +156,9 @@ def test_windows_are_summed_and_other_marks_ignored() -> None:
 def test_a_window_left_open_is_closed_at_exit() -> None:
     with HostLoadSampler(interval_s=0.05) as sampler:
         sampler.mark("measure_start")
-        sum(range(100_000))
+        end = time.monotonic() + 0.2  # 20 ticks of the /proc/stat clock: a window to measure
+        while time.monotonic() < end:
+            sum(range(10_000))
     load = sampler.host_load
     assert load.error is None and load.windows == 1 and load.busy_pct is not None
 

