@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kit.metrics import Stats
-from kit.probe import HostProbe, Unavailable
+from kit.probe import HostProbe, Unavailable, cpu_summary
 from kit.report import Report, summary_table
 from kit.sign import SignatureCheck
 
@@ -66,6 +66,8 @@ def rig(host: HostProbe | None) -> Rig | None:
     cores = host.cpu.usable_cores if _known(host.cpu.usable_cores) else host.cpu.logical_cores
     cpu_model = host.cpu.model if isinstance(host.cpu.model, str) else "unknown CPU"
     cpu = f"{cpu_model} ({_num(cores)} cores)"
+    if host.cpu.isa is not None:  # reports before the ISA was probed have none
+        cpu = f"{cpu_summary(host.cpu)} ({_num(cores)} cores)"
     gpus = host.gpus
     if not gpus:
         return Rig(
