@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from kit.probe.dump import anonymize_dump, collect_host_facts, collect_nvml_dump
 from kit.probe.findings import host_load_findings, probe_findings
-from kit.probe.hostload import HostLoadSampler, process_group, process_tree
+from kit.probe.hostload import HostLoadSampler
 from kit.probe.models import (
     CpuInfo,
     Finding,
@@ -37,6 +37,7 @@ from kit.probe.models import (
     isa_level,
 )
 from kit.probe.parse import host_probe_from_dump, probe_to_json, redact_value
+from kit.probe.procfs import process_group, process_tree
 from kit.probe.sampler import GpuSampler, build_sampling, energy_per_token_j, window_energy
 
 __all__ = [

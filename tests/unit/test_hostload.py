@@ -27,7 +27,7 @@ from kit.probe import (
     process_tree,
 )
 from kit.probe.findings import OTHER_CPU_PCT_MAX, STEAL_PCT_MAX
-from kit.probe.hostload import list_pids, read_cpu_times, read_process
+from kit.probe.procfs import list_pids, read_cpu_times, read_process
 
 pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
 
