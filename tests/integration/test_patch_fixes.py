@@ -175,8 +175,9 @@ def _vllm(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
 # --- 0001: expand_kernel's CPU fallback --------------------------------------------------------
 
 EXPAND_PROBE = """
-import torch, vllm._C
+import torch
 from vllm.platforms import current_platform
+current_platform.import_kernels()  # the build for this CPU: vllm._C is AVX512-only
 current_platform.register_triton_kernel_overrides()
 from vllm.v1.sample.rejection_sampler import expand_batch_to_tokens
 cu = torch.tensor([3, 3, 7], dtype=torch.int32)
