@@ -248,8 +248,22 @@ class Server(_Model):
     served_model_name: str = Field("kit-model", description="Model name in the OpenAI API.")
     dtype: str = Field("auto", description="Activation dtype.")
     extra_args: list[str] = Field(default_factory=list, description="Further server arguments.")
-    env: dict[str, str] = Field(default_factory=dict, description="Environment for the server.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment for the server (numbers are taken as their text: KEY: 1).",
+    )
     health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_numbers_as_text(cls, value: Any) -> Any:
+        # YAML and --set read `1` as a number; an environment holds text
+        if isinstance(value, dict):
+            return {
+                k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+                for k, v in value.items()
+            }
+        return value
 
 
 # ---------------------------------------------------------------------------------------------
