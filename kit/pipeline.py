@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -394,14 +395,19 @@ def reproduce(
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     report = new_report(loaded, run_id)
     ev = Evidence(host=_host_for_report(probe_host(redact=True)))
-    built = build(loaded)
+    server_recipe = loaded.recipe.server
+    # the engine's venv is installed (downloads, unpacking) while the model is built and
+    # quantized (compute); a build failure waits for the install to end before propagating
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kit-engine") as pool:
+        engine_job = pool.submit(
+            engine_mod.resolve, server_recipe.engine, server_recipe.patches, engine_python
+        )
+        built = build(loaded)
     env: EngineEnv | None = None
     result: BenchResult | None = None
     status = Status()
     try:
-        env = engine_mod.resolve(
-            loaded.recipe.server.engine, loaded.recipe.server.patches, engine_python
-        )
+        env = engine_job.result()  # re-raises what the install raised
         bandwidth = measured_bandwidth(loaded, env, ev)
         runtime = NativeRuntime(env, progress=lambda s: status(f"serve: booting ({s:.0f} s)"))
         with runtime.start(

@@ -185,8 +185,8 @@ def checks(loaded: LoadedRecipe) -> list[Check]:
 def preflight(loaded: LoadedRecipe) -> list[Check]:
     """Run the checks; raise EnvironmentProblem (exit 3) naming every failed one."""
     items = checks(loaded)
-    for item in items:
-        log.info("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
+    for item in items:  # the failures go into the error; passes are for -v / KIT_DEBUG
+        log.debug("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
     failed = [c for c in items if not c.ok]
     if failed:
         raise EnvironmentProblem(

@@ -324,8 +324,8 @@ def reproduce(
     from kit.report import new_run_id
     from kit.sign import read_report
 
-    preflight(loaded)
     image.engine_version()
+    preflight(loaded)
     command = compose_command()
     if loaded.recipe.server.engine.device == "cuda":
         require_gpus(loaded.recipe)
