@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from kit import installer
 from kit import patches as patches_mod
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.model import display_path, kit_home
 from kit.patches import PatchManifest, PatchSeries
+from kit.paths import display_path, kit_home
 from kit.recipe import Engine
 
 log = logging.getLogger(__name__)

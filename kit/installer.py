@@ -26,15 +26,13 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+from kit.paths import kit_home
+
 UV_VERSION = "0.13.9"
 
 
 class InstallError(RuntimeError):
     """A venv could not be created or filled; the message carries uv's last lines."""
-
-
-def _kit_home() -> Path:
-    return Path(os.environ.get("KIT_HOME") or Path.home() / ".cache" / "kit").expanduser()
 
 
 def uv_binary() -> str:
@@ -52,7 +50,7 @@ def uv_binary() -> str:
     found = shutil.which("uv")
     if found:
         return found
-    target = _kit_home() / "tools" / f"uv-{UV_VERSION}"
+    target = kit_home() / "tools" / f"uv-{UV_VERSION}"
     binary = target / "bin" / "uv"
     if not binary.exists():
         proc = subprocess.run(

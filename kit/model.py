@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kit.errors import BadInputError, EnvironmentProblem
+from kit.paths import display_path, kit_home
 from kit.recipe import HubModel, LoadedRecipe, LocalModel, SyntheticDraft, SyntheticModel
 
 log = logging.getLogger(__name__)
@@ -53,35 +54,6 @@ class ModelManifest(BaseModel):
     directory: str = Field(description="Where it lies, relative to KIT_HOME when inside it.")
     duration_s: float = Field(description="Time the stage took (0 on a cache hit).")
     cached: bool = Field(description="Whether this run reused an earlier result.")
-
-
-def kit_home() -> Path:
-    """Root of kit's caches: ``$KIT_HOME``, else ``$XDG_CACHE_HOME/kit``, else ~/.cache/kit."""
-    env = os.environ.get("KIT_HOME")
-    if env:
-        return Path(env).expanduser().resolve()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return (base / "kit").resolve()
-
-
-def display_path(path: Path) -> str:
-    """A path for reports: relative to KIT_HOME, else to the working directory, else to the
-    user's home, so reports name no machine's absolute paths where it can be helped."""
-    path = path.resolve()
-    home = kit_home()
-    try:
-        return "$KIT_HOME/" + str(path.relative_to(home))
-    except ValueError:
-        pass
-    try:
-        return "./" + str(path.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        pass
-    try:
-        return "~/" + str(path.relative_to(Path.home()))
-    except ValueError:
-        return str(path)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

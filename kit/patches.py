@@ -11,7 +11,6 @@ until every patch has been checked.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib.metadata
 import logging
@@ -25,6 +24,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kit import validation
 from kit.errors import BadInputError, EnvironmentProblem
 
 log = logging.getLogger(__name__)
@@ -304,21 +304,6 @@ def _parse_hunk(lines: list[bytes], i: int, label: str) -> tuple[Hunk, int]:
     return hunk, j
 
 
-def _problems(exc: ValidationError, label: str) -> list[str]:
-    fields = {name for cls in (SeriesMeta, PatchMeta) for name in cls.model_fields}
-    out = []
-    for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"]) or "(top)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            guess = difflib.get_close_matches(str(err["loc"][-1]), fields, n=1, cutoff=0.6)
-            msg = "unknown key" + (f" (did you mean '{guess[0]}'?)" if guess else "")
-        elif err["type"] == "missing":
-            msg = "required field missing"
-        out.append(f"{label}: {path}: {msg}")
-    return out
-
-
 def load_series(series_dir: str | Path) -> PatchSeries:
     """Read and validate series.yaml and every patch it lists."""
     root = Path(series_dir)
@@ -337,7 +322,7 @@ def load_series(series_dir: str | Path) -> PatchSeries:
     try:
         meta = SeriesMeta.model_validate(data)
     except ValidationError as exc:
-        raise BadInputError("\n".join(_problems(exc, label))) from None
+        raise BadInputError("\n".join(validation.problems(exc, data, label, SeriesMeta))) from None
 
     problems: list[str] = []
     if root.resolve().name != f"{meta.engine}-{meta.version}":

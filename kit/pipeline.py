@@ -21,7 +21,8 @@ from kit.bench import Bencher, BenchResult, RequestRecord, model_info
 from kit.engine import EngineEnv
 from kit.enginelog import read_engine_choices
 from kit.errors import KitError
-from kit.model import ModelManifest, display_path, fetch_draft, fetch_model
+from kit.model import ModelManifest, fetch_draft, fetch_model
+from kit.paths import display_path
 from kit.preflight import preflight
 from kit.probe import (
     GpuSampler,
@@ -233,7 +234,8 @@ def write_report(report: Report, out_dir: Path, private_key: Any = None) -> Path
 def signing_key(path: str | None, sign: bool = True) -> Any:
     """The private key to sign with: ``path``, else $KIT_SIGNING_KEY, else the default key
     when it exists; None (an unsigned report) when there is none or signing is off."""
-    from kit.sign import default_private_key_path, load_private_key
+    from kit.paths import default_private_key_path
+    from kit.sign import load_private_key
 
     if not sign:
         return None

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kit import engine as engine_mod
 from kit.errors import EnvironmentProblem
-from kit.model import display_path, kit_home
+from kit.paths import display_path, kit_home
 from kit.probe import isa_level
 from kit.probe.dump import parse_cpuinfo
 from kit.recipe import AutoRoundQuantization, LoadedRecipe, Recipe, SyntheticModel

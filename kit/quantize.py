@@ -23,15 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.model import (
-    FileHash,
-    ModelManifest,
-    display_path,
-    generated_texts,
-    hash_tree,
-    identity_of,
-    kit_home,
-)
+from kit.model import FileHash, ModelManifest, generated_texts, hash_tree, identity_of
+from kit.paths import display_path, kit_home
 from kit.recipe import (
     AutoRoundQuantization,
     FileCalibration,

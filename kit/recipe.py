@@ -7,7 +7,6 @@ overrides are applied last and validated through the same models.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 from pathlib import Path
@@ -24,6 +23,7 @@ from pydantic import (
 )
 
 from kit.errors import RecipeError
+from kit.validation import problems
 
 SCHEMA_VERSION = 1
 
@@ -585,133 +585,11 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: Any) -> None:
         raise RecipeError([f"--set {'.'.join(parts)}: cannot set inside a value"])
 
 
-def _friendly_path(loc: tuple[Any, ...], data: Any) -> tuple[str, Any]:
-    """Drop union tags pydantic adds to a location; return the dotted path and the parent."""
-    parts: list[str] = []
-    node = data
-    parent = data
-    for item in loc:
-        if isinstance(node, dict) and isinstance(item, str) and item in node:
-            parent = node
-            node = node[item]
-            parts.append(item)
-        elif isinstance(node, list) and isinstance(item, int) and item < len(node):
-            parent = node
-            node = node[item]
-            parts.append(str(item))
-        elif isinstance(node, dict) and isinstance(item, str) and item not in node:
-            # a missing field or an unknown-key location still names the field
-            if item in _all_field_names():
-                parts.append(item)
-                parent = node
-                node = None
-        # anything else is a union tag: skip
-    return ".".join(parts) or "(top)", parent
-
-
-_FIELD_NAMES: set[str] | None = None
-
-
-def _model_classes() -> list[type[BaseModel]]:
-    out: list[type[BaseModel]] = []
-    stack: list[type[BaseModel]] = [Recipe]
-    while stack:
-        cls = stack.pop()
-        if cls in out:
-            continue
-        out.append(cls)
-        for field in cls.model_fields.values():
-            for sub in _models_in(field.annotation):
-                stack.append(sub)
-    return out
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    found: list[type[BaseModel]] = []
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    for arg in getattr(annotation, "__args__", ()) or ():
-        found.extend(_models_in(arg))
-    meta = getattr(annotation, "__metadata__", None)
-    if meta is not None:
-        found.extend(_models_in(getattr(annotation, "__origin__", None)))
-    return found
-
-
-def _all_field_names() -> set[str]:
-    global _FIELD_NAMES
-    if _FIELD_NAMES is None:
-        _FIELD_NAMES = {name for cls in _model_classes() for name in cls.model_fields}
-    return _FIELD_NAMES
-
-
-def _pick_model(annotation: Any, node: Any) -> type[BaseModel] | None:
-    """The model class an annotation means for this data (a union picks by its tag)."""
-    options = _models_in(annotation)
-    if len(options) <= 1:
-        return options[0] if options else None
-    for cls in options:
-        tag = next((t for t in ("source", "method") if t in cls.model_fields), None)
-        allowed = getattr(cls.model_fields[tag].annotation, "__args__", ()) if tag else ()
-        if tag and isinstance(node, dict) and node.get(tag) in allowed:
-            return cls
-    return None
-
-
-def _candidates_for(path: str, data: Any) -> list[str]:
-    """Field names of the model that holds the unknown key at ``path`` (dotted)."""
-    cls: type[BaseModel] | None = Recipe
-    node = data
-    for part in path.split(".")[:-1]:
-        if cls is None:
-            break
-        if isinstance(node, list) and part.isdigit():
-            node = node[int(part)] if int(part) < len(node) else None
-            continue  # the list's element model was picked with the field
-        field = cls.model_fields.get(part)
-        if field is None:
-            cls = None
-            break
-        node = node.get(part) if isinstance(node, dict) else None
-        element = node[0] if isinstance(node, list) and node else node
-        cls = _pick_model(field.annotation, element)
-    return list(cls.model_fields) if cls is not None else sorted(_all_field_names())
-
-
-def format_validation_error(exc: ValidationError, data: Any, label: str) -> list[str]:
-    problems: list[str] = []
-    for err in exc.errors():
-        path, _ = _friendly_path(tuple(err["loc"]), data)
-        kind = err["type"]
-        if kind == "extra_forbidden":
-            key = path.rsplit(".", 1)[-1]
-            guess = difflib.get_close_matches(key, _candidates_for(path, data), n=1, cutoff=0.6)
-            msg = "unknown key" + (f" (did you mean '{guess[0]}'?)" if guess else "")
-        elif kind == "missing":
-            msg = "required field missing"
-        elif kind == "union_tag_invalid":
-            ctx = err.get("ctx", {})
-            tag = str(ctx.get("discriminator", "tag")).strip("'")
-            path = f"{path}.{tag}" if path != "(top)" else tag
-            msg = f"{tag} must be one of {ctx.get('expected_tags')}".replace("'", "")
-        elif kind == "union_tag_not_found":
-            msg = f"needs {err.get('ctx', {}).get('discriminator', 'a tag')}".replace("'", "")
-        else:
-            msg = err["msg"]
-            if msg.startswith("Value error, "):
-                msg = msg[len("Value error, ") :]
-        if kind == "value_error" and path == "(top)":
-            problems.extend(f"{label}: {m}" for m in msg.split("; "))
-            continue
-        problems.append(f"{label}: {path}: {msg}")
-    return problems
-
-
 def validate_data(data: dict[str, Any], label: str) -> Recipe:
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:
-        raise RecipeError(format_validation_error(exc, data, label)) from None
+        raise RecipeError(problems(exc, data, label, Recipe, split_top=True)) from None
 
 
 def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> LoadedRecipe:

@@ -34,14 +34,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field
 
 from kit.errors import BadInputError, VerificationFailed
+from kit.paths import default_config_dir
 
 REPORT_MEDIA_TYPE = "application/vnd.kit.report.v1+json"
 INTOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 MAX_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_SAFE_INT = 2**53 - 1  # larger integers are written as strings (JCS numbers are doubles)
-ENV_SIGNING_KEY = "KIT_SIGNING_KEY"
-ENV_CONFIG_DIR = "KIT_CONFIG_DIR"
 
 _ENVELOPE_KEYS = frozenset({"payloadType", "payload", "signatures"})
 _SIGNATURE_KEYS = frozenset({"keyid", "sig"})
@@ -104,22 +103,6 @@ class SignatureCheck(_Model):
 
 # ---------------------------------------------------------------------------------------------
 # keys
-
-
-def default_config_dir() -> Path:
-    """``$KIT_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/kit``, else ``~/.config/kit``."""
-    if value := os.environ.get(ENV_CONFIG_DIR):
-        return Path(value).expanduser()
-    if value := os.environ.get("XDG_CONFIG_HOME"):
-        return Path(value).expanduser() / "kit"
-    return Path.home() / ".config" / "kit"
-
-
-def default_private_key_path() -> Path:
-    """``$KIT_SIGNING_KEY`` (e.g. a mounted secret), else ``kit.key`` in the config dir."""
-    if value := os.environ.get(ENV_SIGNING_KEY):
-        return Path(value).expanduser()
-    return default_config_dir() / "kit.key"
 
 
 def generate_keypair(

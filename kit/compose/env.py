@@ -47,7 +47,7 @@ def _recipe_mount(loaded: LoadedRecipe) -> tuple[Path, str]:
 
 def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
     """The private key file the bench sidecar signs with (same choice as the native run)."""
-    from kit.sign import default_private_key_path
+    from kit.paths import default_private_key_path
 
     if not sign:
         return None

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from kit.compose.env import CONTAINER_PORT, NO_KEY
 from kit.engine import EngineEnv
 from kit.errors import BadInputError, EnvironmentProblem, KitError
-from kit.model import ModelManifest, display_path, kit_home
+from kit.model import ModelManifest
+from kit.paths import display_path, kit_home
 from kit.quantize import QuantManifest
 from kit.recipe import LoadedRecipe, Recipe, load_recipe
 from kit.serve import server_args

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit import sign
+from kit import paths, sign
 from kit.errors import BadInputError, VerificationFailed
 
 REPORT: dict[str, Any] = {
@@ -142,18 +142,18 @@ def test_keypair_refuses_a_path_as_name(tmp_path: Path) -> None:
 
 
 def test_default_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(sign.ENV_CONFIG_DIR, raising=False)
-    monkeypatch.delenv(sign.ENV_SIGNING_KEY, raising=False)
+    monkeypatch.delenv(paths.ENV_CONFIG_DIR, raising=False)
+    monkeypatch.delenv(paths.ENV_SIGNING_KEY, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    assert sign.default_private_key_path() == tmp_path / "home/.config/kit/kit.key"
+    assert paths.default_private_key_path() == tmp_path / "home/.config/kit/kit.key"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    assert sign.default_config_dir() == tmp_path / "xdg/kit"
-    monkeypatch.setenv(sign.ENV_CONFIG_DIR, str(tmp_path / "cfg"))
+    assert paths.default_config_dir() == tmp_path / "xdg/kit"
+    monkeypatch.setenv(paths.ENV_CONFIG_DIR, str(tmp_path / "cfg"))
     pair = sign.generate_keypair()
-    assert pair.private_key == tmp_path / "cfg/kit.key" == sign.default_private_key_path()
-    monkeypatch.setenv(sign.ENV_SIGNING_KEY, str(tmp_path / "secret/key"))
-    assert sign.default_private_key_path() == tmp_path / "secret/key"
+    assert pair.private_key == tmp_path / "cfg/kit.key" == paths.default_private_key_path()
+    monkeypatch.setenv(paths.ENV_SIGNING_KEY, str(tmp_path / "secret/key"))
+    assert paths.default_private_key_path() == tmp_path / "secret/key"
 
 
 def test_bad_key_files(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from kit import engine
 from kit.errors import EnvironmentProblem
-from kit.model import default_target_layers, display_path
+from kit.model import default_target_layers
+from kit.paths import display_path
 from kit.recipe import Engine, load_recipe
 from kit.report import non_canonical_reasons
 from kit.serve import check_port, free_port, server_args, speculative_config

@@ -1,0 +1,17 @@
+"""The one base for kit's data models: unknown keys are errors everywhere."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class KitModel(BaseModel):
+    """A model that forbids unknown keys (a typo is an error, never silently dropped)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class FrozenModel(KitModel):
+    """A KitModel whose instances cannot change once built (recipes, checks, findings)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
