@@ -15,3 +15,9 @@ class FrozenModel(KitModel):
     """A KitModel whose instances cannot change once built (recipes, checks, findings)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StrictModel(FrozenModel):
+    """A FrozenModel that converts nothing: bytes stay bytes, paths stay paths."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)

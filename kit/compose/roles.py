@@ -73,7 +73,7 @@ def read_prepared(loaded: LoadedRecipe) -> Prepared:
 
 def role_prepare() -> int:
     """Build (or find cached) the model, draft and quantization; record where they are."""
-    from kit.pipeline import build
+    from kit.build import build
 
     loaded = container_recipe()
     built = build(loaded)
@@ -150,21 +150,24 @@ def _health(url: str) -> str:
 def role_bench() -> int:
     """The sidecar: the recipe's protocol against the server, the host sampled, the report
     signed with the mounted key and written to ``$KIT_REPORTS``; exit 3 when incomplete."""
-    from kit.pipeline import (
-        Built,
-        Evidence,
-        _display_argv,
-        _host_for_report,
-        after_bench,
-        finish_report,
-        measure,
-        new_report,
-        write_report,
-    )
+    from kit.build import Built
+    from kit.measure import after_bench, measure
     from kit.probe import probe_host
-    from kit.report import ServerInfo, new_run_id, summary_table
+    from kit.report.assemble import (
+        Evidence,
+        ImageRef,
+        display_argv,
+        failure_text,
+        finish_report,
+        host_for_report,
+        new_report,
+        new_run_id,
+    )
+    from kit.report.files import write_report
+    from kit.report.schema import ServerInfo
+    from kit.report.show import summary_table
     from kit.serve import install_sigterm_handler
-    from kit.sign import load_private_key
+    from kit.signing import load_private_key
 
     install_sigterm_handler()
     loaded = container_recipe()
@@ -187,10 +190,10 @@ def role_bench() -> int:
     )
     boot = os.environ.get("KIT_SERVER_BOOT_S")
     ev = Evidence(
-        host=_host_for_report(probe_host(redact=True)),
+        host=host_for_report(probe_host(redact=True)),
         server=ServerInfo(
             runtime="compose",
-            argv=_display_argv(server_argv(loaded, prepared, env.python)),
+            argv=display_argv(server_argv(loaded, prepared, env.python)),
             env=dict(loaded.recipe.server.env),
             boot_s=float(boot) if boot else None,
             log_file="server.log",
@@ -211,22 +214,13 @@ def role_bench() -> int:
             )
         after_bench(loaded, built, env, url, result, None, ev, out_dir)
     except BaseException as exc:
-        if isinstance(exc, KitError):
-            failure = exc.message
-        elif isinstance(exc, KeyboardInterrupt):
-            failure = "interrupted"
-        else:
-            failure = f"{type(exc).__name__}: {exc}"
+        failure = failure_text(exc)
         raise
     finally:
+        image = ImageRef(ref=os.environ.get("KIT_IMAGE", ""), id=os.environ.get("KIT_IMAGE_ID", ""))
         final = finish_report(
-            report, built=built, env=env, result=result, failure=failure, evidence=ev
+            report, built=built, env=env, result=result, failure=failure, evidence=ev, image=image
         )
-        image_ref = os.environ.get("KIT_IMAGE", "")
-        image_id = os.environ.get("KIT_IMAGE_ID", "")
-        versions = {**final.versions, "image": image_ref, "image.id": image_id}
-        engine_info = {**(final.engine or {}), "image": image_ref, "image_id": image_id}
-        final = final.model_copy(update={"versions": versions, "engine": engine_info})
         path = write_report(final, out_dir, key)
         log.info("report: %s", path)
     sys.stderr.write(summary_table(final) + "\n")

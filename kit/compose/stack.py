@@ -24,7 +24,7 @@ from kit.compose.env import render, signing_key_file, write_env
 from kit.errors import BadInputError, EnvironmentProblem, KitError, ServerError
 from kit.preflight import preflight
 from kit.recipe import LoadedRecipe, Recipe
-from kit.report import Report
+from kit.report.schema import Report
 from kit.serve import RunningServer, check_port, free_port
 
 log = logging.getLogger(__name__)
@@ -321,8 +321,8 @@ def reproduce(
     """prepare -> server (healthy) -> bench in containers; always ``down``. Returns the report
     the bench sidecar wrote and its path. A failure keeps a report marked incomplete (the
     sidecar's partial one, else one written here) before the error propagates."""
-    from kit.report import new_run_id
-    from kit.sign import read_report
+    from kit.report.assemble import new_run_id
+    from kit.report.files import read_report
 
     image.engine_version()
     preflight(loaded)
@@ -391,8 +391,8 @@ def reproduce(
         raise
     finally:
         project.down()
-    data, _ = read_report(report_path.read_bytes())
-    return Report.model_validate(data), report_path
+    report, _ = read_report(report_path)
+    return report, report_path
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -412,24 +412,31 @@ def _failure_report(
     boot: float | None,
 ) -> None:
     """The report of a run that failed before the sidecar wrote one: marked incomplete."""
-    from kit.pipeline import Evidence, finish_report, new_report, write_report
     from kit.probe import probe_host
-    from kit.report import ServerInfo
-    from kit.sign import load_private_key
-
-    failure = (
-        "interrupted by the user"
-        if isinstance(exc, KeyboardInterrupt)
-        else str(getattr(exc, "message", exc))
+    from kit.report.assemble import (
+        Evidence,
+        ImageRef,
+        failure_text,
+        finish_report,
+        host_for_report,
+        new_report,
     )
+    from kit.report.files import write_report
+    from kit.report.schema import ServerInfo
+    from kit.signing import load_private_key
+
     ev = Evidence(
-        host=probe_host(redact=True),
+        host=host_for_report(probe_host(redact=True)),
         server=ServerInfo(runtime="compose", argv=[], env={}, boot_s=boot, log_file="server.log"),
     )
     report = finish_report(
-        new_report(loaded, run_id), built=None, env=None, result=None, failure=failure, evidence=ev
+        new_report(loaded, run_id),
+        built=None,
+        env=None,
+        result=None,
+        failure=failure_text(exc),
+        evidence=ev,
+        image=ImageRef(ref=info.ref, id=info.id),
     )
-    versions = {**report.versions, "image": info.ref, "image.id": info.id}
-    report = report.model_copy(update={"versions": versions})
     key = load_private_key(key_file) if key_file else None
     write_report(report, out_dir, key)

@@ -10,21 +10,12 @@ import pytest
 
 from kit import engine
 from kit.errors import EnvironmentProblem
-from kit.model import default_target_layers
 from kit.paths import display_path
 from kit.recipe import Engine, load_recipe
-from kit.report import non_canonical_reasons
+from kit.report.assemble import non_canonical_reasons
 from kit.serve import check_port, free_port, server_args, speculative_config
-from kit.validity import verdict
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_default_target_layers_never_use_the_last_layer() -> None:
-    assert default_target_layers(2) == [0]
-    assert default_target_layers(3) == [0, 1]
-    assert default_target_layers(36) == [0, 8, 17, 26, 34]
-    assert max(default_target_layers(64)) == 62
 
 
 def test_server_args_for_cpu_tiny(tmp_path: Path) -> None:
@@ -86,46 +77,6 @@ def test_non_canonical_reasons() -> None:
     reasons = non_canonical_reasons(tiny)
     assert reasons[0].startswith("ignore_eos")
     assert "prompt 'narrative': max_tokens 256 (reference 1000)" in reasons
-
-
-def _report(**over: object) -> dict:
-    base = {
-        "status": "complete",
-        "canonical": True,
-        "non_canonical": [],
-        "recipe": {"speculative": {"method": "dflash"}},
-        "bench": {
-            "records": [],
-            "prompts": [
-                {"prompt": "narrative", "measured": 5, "usable": 5, "decode_tps": {"cv_pct": 3.0}}
-            ],
-            "spec_decode": {"drafts": 10},
-        },
-    }
-    base.update(over)
-    return base
-
-
-def test_verdict_valid_and_reasons_ordered() -> None:
-    assert verdict(_report()).valid
-    bad = _report(
-        status="incomplete",
-        incomplete_reason="server died",
-        canonical=False,
-        non_canonical=["ignore_eos"],
-    )
-    bad["bench"]["prompts"][0].update(usable=3, decode_tps={"cv_pct": 7.5})
-    bad["bench"]["spec_decode"] = None
-    v = verdict(bad)
-    assert not v.valid
-    assert [f.code for f in v.reasons] == [
-        "incomplete",
-        "runs-ended-early",
-        "decode-cv-high",
-        "acceptance-missing",
-        "not-canonical",
-    ]
-    assert v.reasons[2].message == "narrative: decode TPS CV 7.5% is above 5%"
 
 
 @pytest.mark.parametrize("series_dir", sorted((ROOT / "patches").iterdir()), ids=lambda p: p.name)

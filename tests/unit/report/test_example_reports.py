@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kit.errors import VerificationFailed
-from kit.sign import load_public_key, read_report
+from kit.signing import load_public_key, read_payload
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 REPORTS = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
 KEY = ROOT / "examples" / "keys" / "example.pub"
 
@@ -23,7 +23,7 @@ def test_examples_exist() -> None:
 
 @pytest.mark.parametrize("path", REPORTS, ids=[p.name for p in REPORTS])
 def test_example_report_verifies(path: Path) -> None:
-    report, check = read_report(path.read_bytes(), load_public_key(KEY))
+    report, check = read_payload(path.read_bytes(), load_public_key(KEY))
     assert check.valid
     assert report["kind"] == "kit.report"
     assert report["engine"]["name"] == "vllm"
@@ -46,4 +46,4 @@ def test_tampered_example_fails() -> None:
     forged = base64.b64encode(payload.replace(b'"status":"complete"', b'"status":"completE"'))
     tampered = raw.replace(encoded.encode(), forged)
     with pytest.raises(VerificationFailed):
-        read_report(tampered, load_public_key(KEY))
+        read_payload(tampered, load_public_key(KEY))

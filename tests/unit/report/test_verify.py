@@ -1,7 +1,7 @@
-"""kit.verify: every checklist item on real report files, signed with real keys, then tampered.
+"""kit.report.verify: every checklist item on real report files, signed with real keys, then tampered.
 
 The report files come from ``build_report`` below: a run of recipes/cpu-tiny.yaml put together
-with kit's own stage code (``kit.pipeline.new_report`` / ``finish_report``, the bench's summary
+with kit's own stage code (``kit.report.assemble.new_report`` / ``finish_report``, the bench's summary
 functions, the host probe parsed from the dump recorded on two H200s) and plausible timings.
 ``tests/fixtures/reports/`` holds its output for the compare/show tests and for trying the CLI;
 after a change to the report models or the recipe, rewrite them with
@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit import sign
+from kit import signing
 from kit.bench import (
     BenchResult,
     RequestRecord,
@@ -38,14 +38,17 @@ from kit.errors import BadInputError, VerificationFailed
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
 from kit.model import FileHash, ModelManifest, identity_of
 from kit.patches import PatchManifest
-from kit.pipeline import Built, Evidence, finish_report, new_report
+from kit.build import Built
+from kit.report.assemble import Evidence, finish_report, new_report
 from kit.probe import GpuSampling, HostProbe, build_sampling, host_probe_from_dump
 from kit.quantize import QuantManifest
 from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe, recipe_sha256
-from kit.report import Report, ServerInfo, encode_report
-from kit.verify import Checklist, read_report_file, verify_report
+from kit.report import Report, ServerInfo
+from kit.report.files import encode_report
+from kit.report.files import read_report
+from kit.report.verify import Checklist, verify_report
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROBE = ROOT / "tests" / "fixtures" / "probe"
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 CPU_RECIPE = ROOT / "recipes" / "cpu-tiny.yaml"
@@ -396,9 +399,9 @@ def payload_of(data: bytes) -> dict[str, Any]:
 def with_payload(data: bytes, payload: dict[str, Any] | bytes) -> bytes:
     """The envelope with another payload and the old signatures: a forger's re-encoding."""
     envelope = json.loads(data)
-    raw = payload if isinstance(payload, bytes) else sign.canonical_bytes(payload)
+    raw = payload if isinstance(payload, bytes) else signing.canonical_bytes(payload)
     envelope["payload"] = base64.b64encode(raw).decode()
-    return sign.canonical_bytes(envelope)
+    return signing.canonical_bytes(envelope)
 
 
 def edited(data: bytes, edit: Any) -> bytes:
@@ -409,8 +412,8 @@ def edited(data: bytes, edit: Any) -> bytes:
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ed25519PrivateKey, Ed25519PublicKey]:
-    pair = sign.generate_keypair(tmp_path_factory.mktemp("keys"))
-    return sign.load_private_key(pair.private_key), sign.load_public_key(pair.public_key)
+    pair = signing.generate_keypair(tmp_path_factory.mktemp("keys"))
+    return signing.load_private_key(pair.private_key), signing.load_public_key(pair.public_key)
 
 
 @pytest.fixture(scope="module")
@@ -464,7 +467,7 @@ def test_fixture_files_are_the_builders_and_the_signed_one_verifies() -> None:
         )
     signed_file = (REPORTS / "cpu-tiny-a.signed.json").read_bytes()
     assert payload_of(signed_file) == payload_of((REPORTS / "cpu-tiny-a.json").read_bytes())
-    checklist = verify_report(REPORTS / "cpu-tiny-a.signed.json", sign.load_public_key(public))
+    checklist = verify_report(REPORTS / "cpu-tiny-a.signed.json", signing.load_public_key(public))
     assert checklist.ok and all(results(checklist).values()), checklist.render()
 
 
@@ -485,7 +488,7 @@ def test_valid_signed_report_passes_every_item(
     checklist = verify_report(signed, keys[1])
     assert checklist.ok
     assert results(checklist) == dict.fromkeys(ITEMS, True)
-    keyid = sign.fingerprint(keys[1])
+    keyid = signing.fingerprint(keys[1])
     assert checklist.item("signature").detail == f"valid signature by {keyid}"
     assert checklist.item("summaries").detail == (
         "2 prompt(s), 2 prefill depth(s), spec decode, GPU sampling summaries (0 readings): "
@@ -505,7 +508,7 @@ def test_signed_report_without_key_is_not_checked_but_passes(
     item = checklist.item("signature")
     assert item.ok is None
     assert item.detail == (
-        f"signed by {sign.fingerprint(keys[1])}; not checked, because no public key was given "
+        f"signed by {signing.fingerprint(keys[1])}; not checked, because no public key was given "
         "(pass --key)"
     )
     assert "  [--]   signature  signed by" in checklist.render()
@@ -539,7 +542,7 @@ def test_gpu_report_passes(keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]) -> 
 def test_real_stage_functions_round_trip(tmp_path: Path, report: Report) -> None:
     path = tmp_path / "report.json"
     path.write_bytes(encode_report(report))
-    again, check = read_report_file(path)
+    again, check = read_report(path)
     assert again == report
     assert not check.signed
 
@@ -607,9 +610,9 @@ def test_every_top_level_field_edit_is_caught(
 
 
 def test_wrong_key_fails(signed: bytes, tmp_path: Path) -> None:
-    other = sign.generate_keypair(tmp_path, "other")
-    claimed = sign.fingerprint(sign.load_private_key(other.private_key).public_key())
-    checklist = verify_report(signed, sign.load_public_key(other.public_key))
+    other = signing.generate_keypair(tmp_path, "other")
+    claimed = signing.fingerprint(signing.load_private_key(other.private_key).public_key())
+    checklist = verify_report(signed, signing.load_public_key(other.public_key))
     assert failing(checklist) == ["signature"]
     keyid = json.loads(signed)["signatures"][0]["keyid"]
     assert checklist.item("signature").detail == (
@@ -622,7 +625,7 @@ def test_stripped_signature_fails_with_a_key(
 ) -> None:
     envelope = json.loads(signed)
     envelope["signatures"] = []
-    stripped = sign.canonical_bytes(envelope)
+    stripped = signing.canonical_bytes(envelope)
     for allow in (False, True):
         checklist = verify_report(stripped, keys[1], allow_unsigned=allow)
         assert failing(checklist) == ["signature"]
@@ -857,17 +860,17 @@ def test_huge_and_deep_files_are_refused(tmp_path: Path) -> None:
     assert info.value.message == f"{deep}: the report file is nested deeper than 64 levels"
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as f:
-        f.truncate(sign.MAX_BYTES + 1)
+        f.truncate(signing.MAX_BYTES + 1)
     with pytest.raises(BadInputError) as info:
         verify_report(huge)
-    assert info.value.message == f"{huge}: the report file is over the {sign.MAX_BYTES}-byte limit"
+    assert info.value.message == f"{huge}: the report file is over the {signing.MAX_BYTES}-byte limit"
 
 
 def test_swapped_payload_type_is_bad_input(unsigned: bytes) -> None:
     envelope = json.loads(unsigned)
     envelope["payloadType"] = "application/vnd.in-toto+json"
     with pytest.raises(BadInputError) as info:
-        verify_report(sign.canonical_bytes(envelope))
+        verify_report(signing.canonical_bytes(envelope))
     assert info.value.message == (
         "payloadType is 'application/vnd.in-toto+json', not 'application/vnd.kit.report.v1+json'"
     )
@@ -927,17 +930,17 @@ def test_read_report_file_errors_name_the_file(
 ) -> None:
     good = tmp_path / "good.json"
     good.write_bytes(signed)
-    report, check = read_report_file(good, keys[1])
+    report, check = read_report(good, keys[1])
     assert check.valid and report.run_id == build_report().run_id
-    other = sign.generate_keypair(tmp_path, "other")
+    other = signing.generate_keypair(tmp_path, "other")
     with pytest.raises(VerificationFailed) as failed:
-        read_report_file(good, sign.load_public_key(other.public_key))
+        read_report(good, signing.load_public_key(other.public_key))
     assert failed.value.message.startswith(f"{good}: signed by sha256:")
     assert failed.value.exit_code == 1
     bad = tmp_path / "bad.json"
     bad.write_bytes(edited(signed, lambda p: p.update(surprise=1)))
     with pytest.raises(BadInputError) as info:
-        read_report_file(bad)
+        read_report(bad)
     assert info.value.message == f"{bad}: surprise: Extra inputs are not permitted"
 
 

@@ -1,4 +1,4 @@
-"""kit.show: the terminal table and the Club-3090-style Markdown row, on the fixture reports
+"""kit.report.show: the terminal table and the Club-3090-style Markdown row, on the fixture reports
 (tests/fixtures/reports) and on the host probe recorded from two NVLinked H200s."""
 
 from __future__ import annotations
@@ -13,23 +13,24 @@ import pytest
 from kit.enginelog import parse_engine_log
 from kit.probe import HostProbe, Unavailable, host_probe_from_dump
 from kit.report import Report
-from kit.show import MARKDOWN_COLUMNS, markdown_header, markdown_row, rig, show_table
-from kit.sign import load_public_key
-from kit.verify import read_report_file
+from kit.report.describe import rig
+from kit.report.show import MARKDOWN_COLUMNS, markdown_header, markdown_row, show_table
+from kit.signing import load_public_key
+from kit.report.files import read_report
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 PROBE = ROOT / "tests" / "fixtures" / "probe"
 
 
 @pytest.fixture(scope="module")
 def cpu() -> Report:
-    return read_report_file(REPORTS / "cpu-tiny-a.json")[0]
+    return read_report(REPORTS / "cpu-tiny-a.json")[0]
 
 
 @pytest.fixture(scope="module")
 def gpu() -> Report:
-    return read_report_file(REPORTS / "h200x2.json")[0]
+    return read_report(REPORTS / "h200x2.json")[0]
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ def test_markdown_cells_escape_pipes(cpu: Report) -> None:
 
 def test_invalid_and_incomplete_runs_say_so(cpu: Report) -> None:
     from kit.probe import Finding
-    from kit.validity import Validity
+    from kit.report.validity import Validity
 
     invalid = Validity(
         valid=False,
@@ -177,7 +178,7 @@ def test_rig_with_mixed_slots_unknown_limits_and_one_gpu(dump: dict[str, Any]) -
 
 
 def test_table_has_the_key_figures(cpu: Report) -> None:
-    report, check = read_report_file(REPORTS / "cpu-tiny-a.json")
+    report, check = read_report(REPORTS / "cpu-tiny-a.json")
     text = show_table(report, check)
     lines = text.splitlines()
     assert lines[:9] == [
@@ -203,9 +204,9 @@ def test_table_has_the_key_figures(cpu: Report) -> None:
 def test_table_signer_verified_and_claimed() -> None:
     path = REPORTS / "cpu-tiny-a.signed.json"
     key = load_public_key(REPORTS / "signer.pub")
-    report, check = read_report_file(path, key)
+    report, check = read_report(path, key)
     assert f"signer    {check.keyid} (signature verified)" in show_table(report, check)
-    report, check = read_report_file(path)
+    report, check = read_report(path)
     assert f"signer    {check.keyid} (claimed; not checked without --key)" in (
         show_table(report, check)
     )

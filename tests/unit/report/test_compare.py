@@ -1,4 +1,4 @@
-"""kit.compare: deltas and noise bands checked by hand from the raw records, refusals and
+"""kit.report.compare: deltas and noise bands checked by hand from the raw records, refusals and
 warnings for each aspect, and the comparison with a recipe's published reference.
 
 The reports are the files under tests/fixtures/reports (written by tests/unit/test_verify.py's
@@ -15,21 +15,17 @@ from typing import Any
 
 import pytest
 
-from kit.compare import (
-    Difference,
-    comparability,
-    compare_reports,
-    compare_with_reference,
-    noise_band,
-)
+from kit.report.comparability import Difference, comparability
+from kit.report.compare import compare_reports, noise_band
+from kit.report.reference import compare_with_reference
 from kit.enginelog import parse_engine_log
 from kit.errors import BadInputError, VerificationFailed
 from kit.metrics import Stats
 from kit.recipe import load_recipe
 from kit.report import Report
-from kit.verify import read_report_file
+from kit.report.files import read_report
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 HINT = "pass --force to compare anyway (the deltas then mix these differences)"
 REFERENCE = """
@@ -48,7 +44,7 @@ reference:
 
 
 def load(name: str) -> Report:
-    return read_report_file(REPORTS / name)[0]
+    return read_report(REPORTS / name)[0]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""kit.sign: keys, canonical bytes, DSSE envelopes, and reading files from strangers.
+"""kit.signing: keys, canonical bytes, DSSE envelopes, and reading files from strangers.
 
 Real keys and real bytes throughout; hypothesis drives the tampering and the garbage.
 """
@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit import paths, sign
+from kit import paths, signing
 from kit.errors import BadInputError, VerificationFailed
 
 REPORT: dict[str, Any] = {
@@ -57,25 +57,25 @@ def fuzz(examples: int) -> settings:
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ed25519PrivateKey, Ed25519PublicKey]:
-    pair = sign.generate_keypair(tmp_path_factory.mktemp("keys"))
-    return sign.load_private_key(pair.private_key), sign.load_public_key(pair.public_key)
+    pair = signing.generate_keypair(tmp_path_factory.mktemp("keys"))
+    return signing.load_private_key(pair.private_key), signing.load_public_key(pair.public_key)
 
 
 @pytest.fixture(scope="module")
 def signed(keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]) -> bytes:
-    return sign.sign_report(REPORT, keys[0])
+    return signing.sign_report(REPORT, keys[0])
 
 
 def detected(data: bytes, public_key: Ed25519PublicKey) -> bool:
     """True when reading ``data`` fails cleanly; any other exception propagates."""
     try:
-        env = sign.open_envelope(data)
+        env = signing.open_envelope(data)
     except BadInputError:
         return True
-    if sign.verify_envelope(env, public_key).valid is not True:
+    if signing.verify_envelope(env, public_key).valid is not True:
         return True
     try:
-        sign.load_payload(env)
+        signing.load_payload(env)
     except BadInputError:
         return True
     return False
@@ -85,15 +85,15 @@ def reencode(data: bytes, payload: bytes) -> bytes:
     """The same envelope (signature included) around other payload bytes."""
     env = json.loads(data)
     env["payload"] = base64.b64encode(payload).decode()
-    return sign.canonical_bytes(env)
+    return signing.canonical_bytes(env)
 
 
 def unsigned_envelope(payload: bytes, fields: dict[str, Any] | None = None) -> bytes:
     """An unsigned envelope around any payload bytes, with fields replaced or added."""
-    env = {"payloadType": sign.REPORT_MEDIA_TYPE, "payload": "", "signatures": []}
+    env = {"payloadType": signing.REPORT_MEDIA_TYPE, "payload": "", "signatures": []}
     env["payload"] = base64.b64encode(payload).decode()
     env.update(fields or {})
-    return sign.canonical_bytes(env)
+    return signing.canonical_bytes(env)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,44 +101,44 @@ def unsigned_envelope(payload: bytes, fields: dict[str, Any] | None = None) -> b
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    pair = sign.generate_keypair(tmp_path, name="bench")
+    pair = signing.generate_keypair(tmp_path, name="bench")
     assert pair.private_key == tmp_path / "bench.key"
     assert stat.S_IMODE(pair.private_key.stat().st_mode) == 0o600
     assert pair.public_key.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
     assert pair.fingerprint.startswith("sha256:") and len(pair.fingerprint) == 7 + 64
     assert int(pair.fingerprint[7:], 16) >= 0 and pair.fingerprint == pair.fingerprint.lower()
 
-    private, public = sign.load_private_key(pair.private_key), sign.load_public_key(pair.public_key)
-    assert sign.fingerprint(public) == pair.fingerprint
-    data = sign.sign_report(REPORT, private)
-    env = sign.open_envelope(data)
-    check = sign.verify_envelope(env, public)
-    assert check == sign.SignatureCheck(
+    private, public = signing.load_private_key(pair.private_key), signing.load_public_key(pair.public_key)
+    assert signing.fingerprint(public) == pair.fingerprint
+    data = signing.sign_report(REPORT, private)
+    env = signing.open_envelope(data)
+    check = signing.verify_envelope(env, public)
+    assert check == signing.SignatureCheck(
         signed=True,
         keyid=pair.fingerprint,
         key_matches=True,
         valid=True,
         reason=f"valid signature by {pair.fingerprint}",
     )
-    assert sign.load_payload(env) == REPORT
-    assert sign.read_report(data, public) == (REPORT, check)
-    assert data == sign.sign_report(dict(reversed(REPORT.items())), private)  # deterministic
+    assert signing.load_payload(env) == REPORT
+    assert signing.read_payload(data, public) == (REPORT, check)
+    assert data == signing.sign_report(dict(reversed(REPORT.items())), private)  # deterministic
 
 
 def test_keypair_refuses_to_overwrite(tmp_path: Path) -> None:
-    first = sign.generate_keypair(tmp_path)
+    first = signing.generate_keypair(tmp_path)
     with pytest.raises(BadInputError, match="already exists") as err:
-        sign.generate_keypair(tmp_path)
+        signing.generate_keypair(tmp_path)
     assert err.value.hint and "force=True" in err.value.hint
-    assert sign.load_public_key(first.public_key)  # untouched
-    second = sign.generate_keypair(tmp_path, force=True)
+    assert signing.load_public_key(first.public_key)  # untouched
+    second = signing.generate_keypair(tmp_path, force=True)
     assert second.fingerprint != first.fingerprint
     assert stat.S_IMODE(second.private_key.stat().st_mode) == 0o600
 
 
 def test_keypair_refuses_a_path_as_name(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match="plain file name"):
-        sign.generate_keypair(tmp_path, name="../evil")
+        signing.generate_keypair(tmp_path, name="../evil")
 
 
 def test_default_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,14 +150,14 @@ def test_default_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     assert paths.default_config_dir() == tmp_path / "xdg/kit"
     monkeypatch.setenv(paths.ENV_CONFIG_DIR, str(tmp_path / "cfg"))
-    pair = sign.generate_keypair()
+    pair = signing.generate_keypair()
     assert pair.private_key == tmp_path / "cfg/kit.key" == paths.default_private_key_path()
     monkeypatch.setenv(paths.ENV_SIGNING_KEY, str(tmp_path / "secret/key"))
     assert paths.default_private_key_path() == tmp_path / "secret/key"
 
 
 def test_bad_key_files(tmp_path: Path) -> None:
-    pair = sign.generate_keypair(tmp_path)
+    pair = signing.generate_keypair(tmp_path)
     garbage = tmp_path / "garbage"
     garbage.write_bytes(b"\x00\xff not a key")
     ed448 = tmp_path / "ed448.key"
@@ -190,12 +190,12 @@ def test_bad_key_files(tmp_path: Path) -> None:
         (huge, "over the"),
     ]:
         with pytest.raises(BadInputError, match=pattern):
-            sign.load_private_key(path)
+            signing.load_private_key(path)
     with pytest.raises(BadInputError) as err:
-        sign.load_private_key(pair.public_key)
+        signing.load_private_key(pair.public_key)
     assert err.value.hint == "this is a public key; pass the private key file"
     with pytest.raises(BadInputError) as err:
-        sign.load_public_key(pair.private_key)
+        signing.load_public_key(pair.private_key)
     assert err.value.hint and "pass the .pub file" in err.value.hint
     with pytest.raises(BadInputError, match="not an Ed25519 key"):
         ed448_pub = tmp_path / "ed448.pub"
@@ -205,7 +205,7 @@ def test_bad_key_files(tmp_path: Path) -> None:
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
-        sign.load_public_key(ed448_pub)
+        signing.load_public_key(ed448_pub)
 
 
 @fuzz(300)
@@ -219,13 +219,13 @@ def test_garbage_key_files(
         data = b"-----BEGIN PRIVATE KEY-----\n" + body + b"-----END PRIVATE KEY-----\n"
     path.write_bytes(data)
     with pytest.raises(BadInputError):
-        sign.load_private_key(path)
+        signing.load_private_key(path)
     with pytest.raises(BadInputError):
-        sign.load_public_key(path)
+        signing.load_public_key(path)
 
 
 def test_private_key_never_in_signed_bytes(tmp_path: Path) -> None:
-    private = sign.load_private_key(sign.generate_keypair(tmp_path).private_key)
+    private = signing.load_private_key(signing.generate_keypair(tmp_path).private_key)
     seed = private.private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
     )
@@ -233,7 +233,7 @@ def test_private_key_never_in_signed_bytes(tmp_path: Path) -> None:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     pem_body = b"".join(pem.splitlines()[1:-1])
-    for data in (sign.sign_report(REPORT, private), sign.sign_report({}, private)):
+    for data in (signing.sign_report(REPORT, private), signing.sign_report({}, private)):
         env = json.loads(data)
         decoded = base64.b64decode(env["payload"]) + base64.b64decode(env["signatures"][0]["sig"])
         for secret in (seed, seed.hex().encode(), base64.b64encode(seed).rstrip(b"="), pem_body):
@@ -249,15 +249,15 @@ def test_canonical_key_order_and_form() -> None:
     a = {"b": [1, 2.0, {"y": 1, "x": 2}], "a": "é", "\u20ac": 1, "\U0001f600": 2, "\r": 3}
     b = dict(reversed(a.items()))
     b["b"] = [1, 2.0, {"x": 2, "y": 1}]
-    assert sign.canonical_bytes(a) == sign.canonical_bytes(b)
+    assert signing.canonical_bytes(a) == signing.canonical_bytes(b)
     # RFC 8785: UTF-16 key order, no whitespace, shortest numbers, UTF-8 text.
     expected = '{"\\r":3,"a":"é","b":[1,2,{"x":2,"y":1}],"€":1,"😀":2}'
-    assert sign.canonical_bytes(a) == expected.encode()
+    assert signing.canonical_bytes(a) == expected.encode()
 
 
 def test_canonical_big_ints_become_strings() -> None:
     edge = 2**53 - 1
-    data = sign.canonical_bytes({"ok": edge, "neg": -edge, "big": edge + 1, "nbig": -(2**64)})
+    data = signing.canonical_bytes({"ok": edge, "neg": -edge, "big": edge + 1, "nbig": -(2**64)})
     assert json.loads(data) == {
         "ok": edge,
         "neg": -edge,
@@ -269,9 +269,9 @@ def test_canonical_big_ints_become_strings() -> None:
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_canonical_rejects_nan_and_inf_with_path(bad: float) -> None:
     with pytest.raises(BadInputError, match=r"^\$\.results\[1\]\.ttft_ms: .* not a JSON number"):
-        sign.canonical_bytes({"results": [{}, {"ttft_ms": bad}]})
+        signing.canonical_bytes({"results": [{}, {"ttft_ms": bad}]})
     with pytest.raises(BadInputError, match=r'\$\["odd key"\]'):
-        sign.canonical_bytes({"odd key": bad})
+        signing.canonical_bytes({"odd key": bad})
 
 
 @pytest.mark.parametrize(
@@ -286,7 +286,7 @@ def test_canonical_rejects_nan_and_inf_with_path(bad: float) -> None:
 )
 def test_canonical_rejects_non_json(value: Any, message: str) -> None:
     with pytest.raises(BadInputError, match=message):
-        sign.canonical_bytes(value)
+        signing.canonical_bytes(value)
 
 
 def test_canonical_rejects_deep_objects_before_recursing() -> None:
@@ -294,9 +294,9 @@ def test_canonical_rejects_deep_objects_before_recursing() -> None:
     for _ in range(100_000):
         deep = [deep]
     with pytest.raises(BadInputError, match="nested deeper than 64 levels"):
-        sign.canonical_bytes(deep)
+        signing.canonical_bytes(deep)
     with pytest.raises(BadInputError, match="nested deeper"):
-        sign.sign_report({"deep": deep}, Ed25519PrivateKey.generate())
+        signing.sign_report({"deep": deep}, Ed25519PrivateKey.generate())
 
 
 json_values = st.recursive(
@@ -315,9 +315,9 @@ json_values = st.recursive(
 @fuzz(250)
 @given(report=st.dictionaries(st.text(max_size=10), json_values, max_size=6))
 def test_any_report_survives_a_round_trip(report: dict[str, Any]) -> None:
-    payload, check = sign.read_report(sign.unsigned_report(report))
+    payload, check = signing.read_payload(signing.unsigned_report(report))
     assert not check.signed and check.valid is False
-    assert sign.canonical_bytes(payload) == sign.canonical_bytes(report)
+    assert signing.canonical_bytes(payload) == signing.canonical_bytes(report)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,18 +326,18 @@ def test_any_report_survives_a_round_trip(report: dict[str, Any]) -> None:
 
 def test_wrong_key(signed: bytes) -> None:
     other = Ed25519PrivateKey.generate().public_key()
-    check = sign.verify_envelope(sign.open_envelope(signed), other)
+    check = signing.verify_envelope(signing.open_envelope(signed), other)
     assert (check.signed, check.key_matches, check.valid) == (True, False, False)
-    assert check.reason.startswith("signed by sha256:") and sign.fingerprint(other) in check.reason
+    assert check.reason.startswith("signed by sha256:") and signing.fingerprint(other) in check.reason
     with pytest.raises(VerificationFailed, match="not by the given key"):
-        sign.read_report(signed, other)
+        signing.read_payload(signed, other)
 
 
 def test_no_key_means_not_checked(signed: bytes, keys: tuple[Any, Ed25519PublicKey]) -> None:
-    payload, check = sign.read_report(signed)
+    payload, check = signing.read_payload(signed)
     assert payload == REPORT
     assert check.signed and check.valid is None and check.key_matches is None
-    assert check.keyid == sign.fingerprint(keys[1])
+    assert check.keyid == signing.fingerprint(keys[1])
     assert check.reason.endswith("not checked, because no public key was given")
 
 
@@ -346,39 +346,39 @@ def test_stripped_signature_reads_as_unsigned(
 ) -> None:
     env = json.loads(signed)
     env["signatures"] = []
-    stripped = sign.canonical_bytes(env)
-    assert stripped == sign.unsigned_report(REPORT)
-    check = sign.verify_envelope(sign.open_envelope(stripped), keys[1])
-    assert check == sign.SignatureCheck(
+    stripped = signing.canonical_bytes(env)
+    assert stripped == signing.unsigned_report(REPORT)
+    check = signing.verify_envelope(signing.open_envelope(stripped), keys[1])
+    assert check == signing.SignatureCheck(
         signed=False, keyid=None, key_matches=None, valid=False, reason="the report is unsigned"
     )
-    assert sign.verify_envelope(sign.open_envelope(stripped), None).valid is False
+    assert signing.verify_envelope(signing.open_envelope(stripped), None).valid is False
     with pytest.raises(VerificationFailed, match="unsigned"):
-        sign.read_report(stripped, keys[1])
+        signing.read_payload(stripped, keys[1])
 
 
 def test_swapped_payload_type(signed: bytes, keys: tuple[Any, Ed25519PublicKey]) -> None:
     env = json.loads(signed)
     env["payloadType"] = "application/vnd.in-toto+json"
     with pytest.raises(BadInputError, match=r"payloadType is 'application/vnd\.in-toto\+json'"):
-        sign.open_envelope(sign.canonical_bytes(env))
+        signing.open_envelope(signing.canonical_bytes(env))
     # Even a well-formed envelope of another type, signed over its own PAE, does not verify
     # as a report: the type is bound into the signature.
     payload = base64.b64decode(env["payload"])
-    sig = keys[0].sign(sign.pae("application/vnd.in-toto+json", payload))
-    forged = sign.Envelope(
-        payload_type=sign.REPORT_MEDIA_TYPE,
+    sig = keys[0].sign(signing.pae("application/vnd.in-toto+json", payload))
+    forged = signing.Envelope(
+        payload_type=signing.REPORT_MEDIA_TYPE,
         payload=payload,
-        signatures=(sign.Signature(keyid=sign.fingerprint(keys[1]), sig=sig),),
+        signatures=(signing.Signature(keyid=signing.fingerprint(keys[1]), sig=sig),),
     )
-    assert sign.verify_envelope(forged, keys[1]).valid is False
+    assert signing.verify_envelope(forged, keys[1]).valid is False
 
 
 def test_pae_matches_the_dsse_spec() -> None:
-    assert sign.pae("http://example.com/HelloWorld", b"hello world") == (
+    assert signing.pae("http://example.com/HelloWorld", b"hello world") == (
         b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
     )
-    assert sign.pae("t", b"") == b"DSSEv1 1 t 0 "
+    assert signing.pae("t", b"") == b"DSSEv1 1 t 0 "
 
 
 def test_every_byte_of_the_file_is_covered(
@@ -412,7 +412,7 @@ def test_any_single_byte_change_in_the_payload_is_detected(
     tampered = reencode(signed, payload[:i] + bytes([new]) + payload[i + 1 :])
     assert detected(tampered, keys[1])
     with pytest.raises((BadInputError, VerificationFailed)):
-        sign.read_report(tampered, keys[1])
+        signing.read_payload(tampered, keys[1])
 
 
 def test_every_payload_byte_is_covered(signed: bytes, keys: tuple[Any, Ed25519PublicKey]) -> None:
@@ -434,17 +434,17 @@ def test_every_payload_byte_is_covered(signed: bytes, keys: tuple[Any, Ed25519Pu
     ],
 )
 def test_non_canonical_payload_is_caught_without_a_key(edited: bytes) -> None:
-    env = sign.open_envelope(unsigned_envelope(edited))
+    env = signing.open_envelope(unsigned_envelope(edited))
     with pytest.raises(BadInputError, match=r"not in canonical form|duplicate key"):
-        sign.load_payload(env)
+        signing.load_payload(env)
 
 
 def test_non_canonical_envelope_is_refused(signed: bytes) -> None:
     pretty = json.dumps(json.loads(signed), indent=1).encode()
     with pytest.raises(BadInputError, match="not in canonical form"):
-        sign.open_envelope(pretty)
+        signing.open_envelope(pretty)
     with pytest.raises(BadInputError, match="not in canonical form"):
-        sign.open_envelope(signed + b"\n")
+        signing.open_envelope(signed + b"\n")
 
 
 def test_base64_must_be_canonical(signed: bytes, keys: tuple[Any, Ed25519PublicKey]) -> None:
@@ -456,7 +456,7 @@ def test_base64_must_be_canonical(signed: bytes, keys: tuple[Any, Ed25519PublicK
     env["signatures"][0]["sig"] = sig[:-3] + sibling + "=="
     assert base64.b64decode(env["signatures"][0]["sig"]) == base64.b64decode(sig)
     with pytest.raises(BadInputError, match="sig is not canonical standard base64"):
-        sign.open_envelope(sign.canonical_bytes(env))
+        signing.open_envelope(signing.canonical_bytes(env))
 
 
 @pytest.mark.parametrize(
@@ -476,7 +476,7 @@ def test_base64_must_be_canonical(signed: bytes, keys: tuple[Any, Ed25519PublicK
 )
 def test_envelope_shape_is_strict(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(BadInputError, match=message):
-        sign.open_envelope(unsigned_envelope(b"{}", fields))
+        signing.open_envelope(unsigned_envelope(b"{}", fields))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,56 +500,56 @@ def test_envelope_shape_is_strict(fields: dict[str, Any], message: str) -> None:
 )
 def test_hostile_files_fail_cleanly(data: bytes, message: str) -> None:
     with pytest.raises(BadInputError, match=message):
-        sign.open_envelope(data)
+        signing.open_envelope(data)
 
 
 def test_brackets_inside_strings_do_not_count() -> None:
-    payload = sign.canonical_bytes({"text": "[" * 1000 + '\\"{' * 100})
-    env = sign.open_envelope(unsigned_envelope(payload))
-    assert sign.load_payload(env) == {"text": "[" * 1000 + '\\"{' * 100}
+    payload = signing.canonical_bytes({"text": "[" * 1000 + '\\"{' * 100})
+    env = signing.open_envelope(unsigned_envelope(payload))
+    assert signing.load_payload(env) == {"text": "[" * 1000 + '\\"{' * 100}
 
 
 def test_deep_payload_is_refused_before_parsing() -> None:
-    env = sign.open_envelope(unsigned_envelope(b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"))
+    env = signing.open_envelope(unsigned_envelope(b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"))
     with pytest.raises(BadInputError, match="the report payload is nested deeper than 64"):
-        sign.load_payload(env)
-    ok = sign.open_envelope(unsigned_envelope(b'{"a":[[1]]}'))
+        signing.load_payload(env)
+    ok = signing.open_envelope(unsigned_envelope(b'{"a":[[1]]}'))
     with pytest.raises(BadInputError, match="deeper than 2"):
-        sign.load_payload(ok, max_depth=2)
+        signing.load_payload(ok, max_depth=2)
 
 
 def test_size_limit_comes_first(tmp_path: Path) -> None:
-    huge = b" " * (sign.MAX_BYTES + 1)
+    huge = b" " * (signing.MAX_BYTES + 1)
     with pytest.raises(BadInputError, match=r"the report file is 33554433 bytes, over the"):
-        sign.open_envelope(huge)
+        signing.open_envelope(huge)
     with pytest.raises(BadInputError, match="over the 10-byte limit"):
-        sign.open_envelope(sign.unsigned_report({}), max_bytes=10)
+        signing.open_envelope(signing.unsigned_report({}), max_bytes=10)
     sparse = tmp_path / "huge.json"
     with open(sparse, "wb") as f:
         f.truncate(1 << 34)  # 16 GiB, sparse: never read in full
     with pytest.raises(BadInputError, match=r"huge\.json: the report file is over"):
-        sign.open_envelope_file(sparse)
+        signing.open_envelope_file(sparse)
     small = tmp_path / "r.json"
     small.write_bytes(b"{}")
     with pytest.raises(BadInputError, match=r"r\.json: the report file is not a kit report"):
-        sign.open_envelope_file(small)
+        signing.open_envelope_file(small)
     with pytest.raises(BadInputError, match=r"the report file would be \d+ bytes"):
-        sign.unsigned_report({"x": "a" * sign.MAX_BYTES})
+        signing.unsigned_report({"x": "a" * signing.MAX_BYTES})
 
 
 def test_truncated_files(signed: bytes, keys: tuple[Any, Ed25519PublicKey]) -> None:
     for n in range(len(signed)):
         with pytest.raises(BadInputError):
-            sign.open_envelope(signed[:n])
+            signing.open_envelope(signed[:n])
         with pytest.raises(BadInputError):
-            sign.open_envelope(signed[n + 1 :])
+            signing.open_envelope(signed[n + 1 :])
 
 
 @fuzz(2000)
 @given(data=st.binary(max_size=2000))
 def test_random_bytes_fail_cleanly(data: bytes) -> None:
     with pytest.raises(BadInputError):
-        sign.open_envelope(data)
+        signing.open_envelope(data)
 
 
 @fuzz(500)
@@ -563,12 +563,12 @@ def test_random_bytes_fail_cleanly(data: bytes) -> None:
 def test_random_json_fails_cleanly(value: Any) -> None:
     data = json.dumps(value).encode()
     with pytest.raises(BadInputError):
-        sign.open_envelope(data)
+        signing.open_envelope(data)
     try:  # as a payload: refused (not an object, not canonical), or read back exactly
-        payload = sign.load_payload(sign.open_envelope(unsigned_envelope(data)))
+        payload = signing.load_payload(signing.open_envelope(unsigned_envelope(data)))
     except BadInputError:
         return
-    assert sign.canonical_bytes(payload) == data
+    assert signing.canonical_bytes(payload) == data
 
 
 def json_depth(value: Any) -> int:
@@ -598,12 +598,12 @@ def test_depth_scan_agrees_with_the_parser(
     """The bracket scan sees exactly the nesting json.loads would build, whatever the strings."""
     data = json.dumps(value, ensure_ascii=ascii_only, indent=indent).encode()
     depth = json_depth(value)
-    env = sign.open_envelope(unsigned_envelope(data))
+    env = signing.open_envelope(unsigned_envelope(data))
     if depth:
         with pytest.raises(BadInputError, match=f"nested deeper than {depth - 1} levels"):
-            sign.load_payload(env, max_depth=depth - 1)
+            signing.load_payload(env, max_depth=depth - 1)
     try:
-        sign.load_payload(env, max_depth=depth)
+        signing.load_payload(env, max_depth=depth)
     except BadInputError as e:  # refused for what it is, never for its depth
         assert "deeper" not in e.message
 
@@ -613,12 +613,12 @@ def test_depth_scan_agrees_with_the_parser(
     payload=st.binary(max_size=300) | st.text('[]{}"\\,:0123456789.eE+-tnulfrase ').map(str.encode)
 )
 def test_random_payloads_fail_cleanly(payload: bytes) -> None:
-    env = sign.open_envelope(unsigned_envelope(payload))
+    env = signing.open_envelope(unsigned_envelope(payload))
     try:
-        report = sign.load_payload(env)
+        report = signing.load_payload(env)
     except BadInputError:
         return
-    assert sign.canonical_bytes(report) == payload
+    assert signing.canonical_bytes(report) == payload
 
 
 @fuzz(2000)
@@ -636,20 +636,3 @@ def test_random_edits_of_a_signed_file(
 
 # ---------------------------------------------------------------------------------------------
 # in-toto
-
-
-def test_intoto_statement() -> None:
-    statement = sign.intoto_statement(
-        {"report.json": "ab" * 32}, "https://kit.dev/report/v1", {"x": 1}
-    )
-    assert statement == {
-        "_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"name": "report.json", "digest": {"sha256": "ab" * 32}}],
-        "predicateType": "https://kit.dev/report/v1",
-        "predicate": {"x": 1},
-    }
-    assert sign.canonical_bytes(statement)
-    with pytest.raises(BadInputError, match="64 lowercase hex"):
-        sign.intoto_statement({"r": "AB" * 32}, "t", {})
-    with pytest.raises(BadInputError, match="at least one subject"):
-        sign.intoto_statement({}, "t", {})

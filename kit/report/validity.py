@@ -7,19 +7,21 @@ the order the checks run. The same function runs when the report is written and 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from kit.probe import Finding, GpuSampling, HostLoad, HostProbe, host_load_findings, probe_findings
+from kit.base import KitModel
+from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe_findings
+
+if TYPE_CHECKING:
+    from kit.report.schema import Report
 
 CV_LIMIT_PCT = 5.0
 
 
-class Validity(BaseModel):
+class Validity(KitModel):
     """Whether the run is valid, with every reason found."""
-
-    model_config = ConfigDict(extra="forbid")
 
     valid: bool = Field(description="No error-level reason was found.")
     reasons: list[Finding] = Field(description="Ordered reasons: errors, then warnings.")
@@ -29,42 +31,34 @@ def _finding(code: str, severity: str, message: str) -> Finding:
     return Finding.model_validate({"code": code, "severity": severity, "message": message})
 
 
-def verdict(
-    report: dict[str, Any], host: HostProbe | None = None, sampling: GpuSampling | None = None
-) -> Validity:
-    """Compute the verdict from a report's data (as JSON) and, when present, host evidence."""
+def _bench_findings(report: Report) -> list[Finding]:
     found: list[Finding] = []
-    if report.get("status") != "complete":
-        found.append(
-            _finding(
-                "incomplete", "error", f"the run is incomplete: {report.get('incomplete_reason')}"
-            )
-        )
-    bench = report.get("bench") or {}
-    records = bench.get("records") or []
-    errors = [r for r in records if r.get("error")]
+    bench = report.bench
+    if bench is None:
+        return found
+    errors = [r for r in bench.records if r.error]
     if errors:
         found.append(
             _finding(
                 "request-errors",
                 "error",
-                f"{len(errors)} request(s) failed, first: {errors[0]['error']}",
+                f"{len(errors)} request(s) failed, first: {errors[0].error}",
             )
         )
-    for p in bench.get("prompts") or []:
-        name = p["prompt"]
-        if p["usable"] < p["measured"]:
+    for p in bench.prompts:
+        name = p.prompt
+        if p.usable < p.measured:
             found.append(
                 _finding(
                     "runs-ended-early",
                     "error",
-                    f"{name}: {p['measured'] - p['usable']} of {p['measured']} measured runs ended "
+                    f"{name}: {p.measured - p.usable} of {p.measured} measured runs ended "
                     "before the usable share of max_tokens",
                 )
             )
-        if p["usable"] == 0:
+        if p.usable == 0:
             found.append(_finding("no-usable-runs", "error", f"{name}: no usable measured run"))
-        cv = (p.get("decode_tps") or {}).get("cv_pct")
+        cv = p.decode_tps.cv_pct if p.decode_tps is not None else None
         if cv is not None and cv > CV_LIMIT_PCT:
             found.append(
                 _finding(
@@ -73,11 +67,10 @@ def verdict(
                     f"{name}: decode TPS CV {cv:.1f}% is above {CV_LIMIT_PCT:.0f}%",
                 )
             )
-    recipe = report.get("recipe") or {}
-    spec_on = (recipe.get("speculative") or {}).get("method", "none") != "none"
-    if spec_on and bench:
-        spec = bench.get("spec_decode")
-        if not spec or not spec.get("drafts"):
+    speculative = report.recipe.get("speculative") or {}
+    if speculative.get("method", "none") != "none":
+        spec = bench.spec_decode
+        if spec is None or not spec.drafts:
             found.append(
                 _finding(
                     "acceptance-missing",
@@ -86,11 +79,23 @@ def verdict(
                     "measured (no spec-decode counters moved)",
                 )
             )
+    return found
+
+
+def verdict(
+    report: Report, host: HostProbe | None = None, sampling: GpuSampling | None = None
+) -> Validity:
+    """Compute the verdict from a report and, when present, host evidence."""
+    found: list[Finding] = []
+    if report.status != "complete":
+        found.append(
+            _finding("incomplete", "error", f"the run is incomplete: {report.incomplete_reason}")
+        )
+    found += _bench_findings(report)
     if host is not None:
         found.extend(probe_findings(host, sampling))
-    load = report.get("host_load")
-    if load:
-        quiet = host_load_findings(HostLoad.model_validate(load))
+    if report.host_load is not None:
+        quiet = host_load_findings(report.host_load)
         found.extend(quiet)
         causes = [f.message for f in quiet]
         if causes:
@@ -101,13 +106,12 @@ def verdict(
                 else f
                 for f in found
             ]
-    if not report.get("canonical", True):
+    if not report.canonical:
         found.append(
             _finding(
                 "not-canonical",
                 "warning",
-                "the protocol departs from the reference: "
-                + "; ".join(report.get("non_canonical") or []),
+                "the protocol departs from the reference: " + "; ".join(report.non_canonical),
             )
         )
     errors_first = sorted(found, key=lambda f: 0 if f.severity == "error" else 1)

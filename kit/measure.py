@@ -1,0 +1,150 @@
+"""Measure stage: the recipe's protocol against a running server while the GPUs and the host
+are sampled, then what runs while the server is still up (vLLM's own benchmark, the roofline).
+Both runtimes measure through here."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from kit.bench import Bencher, BenchResult, RequestRecord, model_info
+from kit.build import Built
+from kit.engine import EngineEnv
+from kit.errors import KitError
+from kit.probe import GpuSampler, HostLoadSampler
+from kit.progress import Status
+from kit.recipe import LoadedRecipe
+from kit.report.assemble import Evidence
+from kit.roofline import Bandwidth, bandwidth_source, measure_bandwidth, roofline
+from kit.vllm_bench import run_vllm_bench
+
+log = logging.getLogger(__name__)
+
+
+def _progress_line(status: Status, total: int) -> Callable[[RequestRecord], None]:
+    count = {"n": 0}
+
+    def on_request(rec: RequestRecord) -> None:
+        count["n"] += 1
+        tok = rec.completion_tokens if rec.completion_tokens is not None else "-"
+        msg = (
+            f"bench: {rec.prompt} {rec.phase} #{rec.index}: {tok} tokens"
+            + (f", {rec.decode_tps:.1f} decode tok/s" if rec.decode_tps else "")
+            + (f" ERROR {rec.error}" if rec.error else "")
+        )
+        status.done()
+        log.info("%s [%d/%d]", msg, count["n"], total)
+
+    return on_request
+
+
+def planned_requests(loaded: LoadedRecipe) -> int:
+    b = loaded.recipe.bench
+    n = len(b.prompts) * (b.warmups + b.runs)
+    if b.prefill:
+        n += len(b.prefill.depths) * (b.prefill.runs + b.prefill.warmups)
+    return n
+
+
+def measure(
+    url: str,
+    loaded: LoadedRecipe,
+    ev: Evidence,
+    alive: Callable[[], str] | None = None,
+    sample_interval_s: float = 0.5,
+    host_load: bool = True,
+) -> BenchResult:
+    """Bench a running server with the recipe's protocol while sampling the GPUs and, when
+    ``host_load`` (the server is kit's child, or in a container), how busy the host is with
+    other work; the samples go into ``ev``."""
+    model_name, max_len = model_info(url)
+    status = Status()
+    bencher = Bencher(
+        url,
+        loaded.recipe.bench,
+        model_name,
+        max_model_len=max_len,
+        alive=alive,
+        on_request=_progress_line(status, planned_requests(loaded)),
+    )
+    # "ours" for the host-load sampler: kit and its children (the native server's group)
+    with GpuSampler(interval_s=sample_interval_s) as sampler, HostLoadSampler() as load:
+        bencher.hooks.append(sampler.mark)
+        if host_load:
+            bencher.hooks.append(load.mark)
+        result = bencher.run()
+    ev.sampling = sampler.sampling
+    ev.host_load = load.host_load if host_load else None
+    return result
+
+
+def measured_bandwidth(loaded: LoadedRecipe, env: EngineEnv, ev: Evidence) -> Bandwidth | None:
+    """The bandwidth for the roofline, measured before the server takes the GPUs (when the
+    recipe asks for the roofline), else the recipe's datasheet figure."""
+    settings = loaded.recipe.bench.roofline
+    if settings is None:
+        return None
+    error = "not measured (bench.roofline.measure_bandwidth is false)"
+    measured = []
+    if settings.measure_bandwidth and loaded.recipe.server.engine.device == "cuda":
+        try:
+            measured = measure_bandwidth(env.python, env.pythonpath)
+            log.info(
+                "roofline: copy bandwidth %s GB/s",
+                ", ".join(f"{m.median_gbps:.0f}" for m in measured),
+            )
+        except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired) as exc:
+            error = f"bandwidth measurement failed: {exc}"
+            log.warning("roofline: %s", error)
+    source = bandwidth_source(measured, settings.datasheet_bandwidth_gbps, error)
+    if source is None:
+        ev.notes.append(f"roofline skipped: no bandwidth ({error}) and no datasheet figure")
+    return source
+
+
+def after_bench(
+    loaded: LoadedRecipe,
+    built: Built,
+    env: EngineEnv,
+    url: str,
+    result: BenchResult,
+    bandwidth: Bandwidth | None,
+    ev: Evidence,
+    out_dir: Path,
+) -> None:
+    """While the server is still up: vLLM's own benchmark, then the roofline. Neither failing
+    fails the run; the report says what failed."""
+    recipe = loaded.recipe
+    if recipe.bench.vllm_bench is not None:
+        try:
+            ev.vllm_bench = run_vllm_bench(
+                python=env.python,
+                pythonpath=env.pythonpath,
+                url=url,
+                model=result.served_model,
+                tokenizer=built.served_dir,
+                bench=recipe.bench,
+                settings=recipe.bench.vllm_bench,
+                kit_result=result,
+                out_dir=out_dir,
+            )
+        except (KitError, OSError, ValueError) as exc:
+            ev.notes.append(f"vllm bench serve failed: {exc}")
+            log.error("vllm bench serve failed: %s", exc)
+    if bandwidth is not None:
+        try:
+            ev.roofline = roofline(
+                result,
+                target_dir=built.served_dir,
+                draft_dir=built.draft_dir,
+                spec_method=recipe.speculative.method,
+                num_speculative_tokens=recipe.speculative.num_speculative_tokens,
+                tensor_parallel_size=recipe.server.tensor_parallel_size,
+                kv_cache_dtype=recipe.server.kv_cache_dtype,
+                bandwidth=bandwidth,
+            )
+        except (KitError, OSError, ValueError) as exc:
+            ev.notes.append(f"roofline failed: {exc}")
+            log.error("roofline failed: %s", exc)

@@ -1,0 +1,240 @@
+"""Building a report: started before the run, finished after it (or after its failure).
+
+Both runtimes, native (:mod:`kit.pipeline`) and containers (:mod:`kit.compose`), build their
+reports here and only here: :func:`new_report` when the run starts, :func:`finish_report` when
+it ends, with ``failure`` set (see :func:`failure_text`) when it did not end well.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import secrets
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from kit import __version__
+from kit.bench import BenchResult
+from kit.enginelog import read_engine_choices
+from kit.errors import KitError
+from kit.paths import display_path
+from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
+from kit.recipe import LoadedRecipe
+from kit.report.schema import Report, ServerInfo
+from kit.report.validity import Validity, verdict
+from kit.roofline import Roofline
+from kit.vllm_bench import VllmBench
+
+if TYPE_CHECKING:
+    from kit.build import Built
+    from kit.engine import EngineEnv
+    from kit.serve import RunningServer
+
+INTERRUPTED = "interrupted by the user"
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+
+
+def now_utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def base_versions() -> dict[str, str]:
+    return {
+        "kit": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(terse=True),
+    }
+
+
+def non_canonical_reasons(recipe: dict[str, Any]) -> list[str]:
+    """How a recipe's protocol departs from the reference protocol (empty: canonical)."""
+    from kit.recipe import REFERENCE_PROMPTS, Bench, Sampling
+
+    bench = Bench.model_validate(recipe.get("bench", {}))
+    out = []
+    if bench.ignore_eos:
+        out.append("ignore_eos: runs generate to max_tokens whatever the model says")
+    if bench.warmups != 3 or bench.runs != 5:
+        out.append(f"{bench.warmups} warm-ups + {bench.runs} runs (reference: 3 + 5)")
+    ref = {p.name: p for p in REFERENCE_PROMPTS}
+    for p in bench.prompts:
+        r = ref.get(p.name)
+        if r is None or r.text != p.text:
+            out.append(f"prompt {p.name!r} differs from the reference prompts")
+        elif r.max_tokens != p.max_tokens:
+            out.append(f"prompt {p.name!r}: max_tokens {p.max_tokens} (reference {r.max_tokens})")
+    if {p.name for p in bench.prompts} != set(ref):
+        out.append("prompt set differs from the reference (narrative, code)")
+    if bench.sampling != Sampling():
+        out.append("sampling differs from the reference (0.6 / 0.95 / 20 / 0.0)")
+    return out
+
+
+def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
+    recipe = loaded.recipe
+    data = recipe.to_json_dict()
+    reasons = non_canonical_reasons(data)
+    notes = []
+    if recipe.bench.ignore_eos:
+        notes.append("ignore_eos was set: figures are not comparable with canonical runs")
+    return Report(
+        schema_version=1,
+        kind="kit.report",
+        run_id=run_id,
+        created_at=now_utc(),
+        kit_version=base_versions()["kit"],
+        status="incomplete",
+        canonical=not reasons,
+        non_canonical=reasons,
+        recipe_name=recipe.name,
+        recipe_file=loaded.path.name,
+        recipe_overrides=list(loaded.overrides),
+        recipe=data,
+        recipe_sha256=recipe.sha256(),
+        versions=base_versions(),
+        validity=Validity(valid=False, reasons=[]),
+        notes=notes,
+    )
+
+
+def span_tokens(result: BenchResult) -> int:
+    """Tokens generated from the first measured request to the last (the energy span)."""
+    idx = [i for i, r in enumerate(result.records) if r.phase == "measured"]
+    if not idx:
+        return 0
+    return sum(r.completion_tokens or 0 for r in result.records[idx[0] : idx[-1] + 1])
+
+
+def energy_of(sampling: GpuSampling | None, result: BenchResult | None) -> float | None:
+    """GPU energy per token generated over the measured span; None when not measured."""
+    if sampling is None or result is None:
+        return None
+    value = energy_per_token_j(sampling, span_tokens(result))
+    return value if isinstance(value, float) else None
+
+
+@dataclass
+class Evidence:
+    """What was observed about the host and the server while the run happened."""
+
+    host: HostProbe | None = None
+    sampling: GpuSampling | None = None
+    host_load: HostLoad | None = None
+    server: ServerInfo | None = None
+    roofline: Roofline | None = None
+    vllm_bench: VllmBench | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def finish_report(
+    report: Report,
+    *,
+    built: Built | None,
+    env: EngineEnv | None,
+    result: BenchResult | None,
+    failure: str | None,
+    evidence: Evidence | None = None,
+    image: ImageRef | None = None,
+) -> Report:
+    """The report of a run that ended: what was built and measured, the evidence, the status
+    (incomplete when ``failure`` is given or the bench did not finish) and the verdict."""
+    ev = evidence or Evidence()
+    versions = dict(report.versions)
+    if env is not None:
+        versions[env.name] = env.version
+        versions.update({f"engine.{k}": v for k, v in env.versions.items() if k != env.name})
+    if built is not None and built.quantization is not None:
+        versions.update({f"build.{k}": v for k, v in built.quantization.versions.items()})
+    complete = failure is None and result is not None and result.complete
+    reason = failure or (result.incomplete_reason if result else "no bench ran")
+    engine = env.for_report() if env else None
+    if image is not None:
+        versions.update({"image": image.ref, "image.id": image.id})
+        if engine is not None:
+            engine = {**engine, "image": image.ref, "image_id": image.id}
+    out = report.model_copy(
+        update={
+            "created_at": now_utc(),
+            "versions": versions,
+            "status": "complete" if complete else "incomplete",
+            "incomplete_reason": None if complete else reason,
+            "engine": engine,
+            "patches": env.patches if env else None,
+            "model": built.model if built else None,
+            "draft": built.draft if built else None,
+            "quantization": built.quantization if built else None,
+            "server": ev.server,
+            "bench": result,
+            "host": ev.host,
+            "gpu_sampling": ev.sampling,
+            "host_load": ev.host_load,
+            "energy_per_token_j": energy_of(ev.sampling, result),
+            "roofline": ev.roofline,
+            "vllm_bench": ev.vllm_bench,
+            "notes": [*report.notes, *ev.notes],
+        }
+    )
+    validity = verdict(out, ev.host, ev.sampling)
+    return out.model_copy(update={"validity": validity})
+
+
+def server_info(server: RunningServer, runtime: Literal["native", "compose"]) -> ServerInfo:
+    return ServerInfo(
+        runtime=runtime,
+        argv=display_argv(server.argv),
+        env=server.env,
+        boot_s=server.boot_s,
+        log_file=server.log_path.name,
+        engine_choices=read_engine_choices(server.log_path),
+    )
+
+
+def _display_arg(arg: str) -> str:
+    if arg.startswith("{"):  # a JSON argument (--speculative-config) may hold paths
+        try:
+            data = json.loads(arg)
+        except ValueError:
+            return arg
+        if isinstance(data, dict):
+            shown = {k: _display_arg(v) if isinstance(v, str) else v for k, v in data.items()}
+            return json.dumps(shown, separators=(",", ":"))
+        return arg
+    p = Path(arg)
+    return display_path(p) if p.is_absolute() and p.exists() else arg
+
+
+def display_argv(argv: list[str]) -> list[str]:
+    """The server's command line without this machine's absolute paths."""
+    return [_display_arg(a) for a in argv]
+
+
+def host_for_report(host: HostProbe) -> HostProbe:
+    """The probe with the interpreter path shown like every other path in reports."""
+    exe = Path(host.python.executable)
+    if not exe.is_absolute():
+        return host
+    python = host.python.model_copy(update={"executable": display_path(exe)})
+    return host.model_copy(update={"python": python})
+
+
+def failure_text(exc: BaseException) -> str:
+    """What a report says about the failure that ended its run."""
+    if isinstance(exc, KitError):
+        return exc.message
+    if isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """The container image a compose run served from."""
+
+    ref: str
+    id: str

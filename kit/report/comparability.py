@@ -1,0 +1,218 @@
+"""Comparability: each aspect in which two reports differ, named before any figure.
+
+Model, quantization and protocol differences refuse a comparison unless forced; hardware,
+engine, kernels, serving settings and patch differences are warnings. Kernels are the engine's
+choices read from the server log (linear kernels, the CPU W4A16 path and kernel build, the
+attention backend); a side that did not record them (a report written before kit read them) or
+did not log one of them differs in nothing there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from kit.base import FrozenModel
+from kit.errors import VerificationFailed
+from kit.report.describe import engine_text, model_name, quant_name, rig
+from kit.report.schema import Report
+
+Aspect = Literal[
+    "model", "quantization", "protocol", "hardware", "engine", "kernels", "serving", "patches"
+]
+
+REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol")
+
+_PROTOCOL_IGNORED = frozenset({"request_timeout_s", "stall_timeout_s"})
+
+SERVING_IGNORED = frozenset({"engine", "patches", "health_timeout_s", "served_model_name"})
+
+MAX_LISTED = 8  # differing paths named per aspect
+
+
+class Difference(FrozenModel):
+    """One way the two sides differ."""
+
+    aspect: Aspect = Field(description="What differs.")
+    refuses: bool = Field(description="The aspect refuses a comparison unless forced.")
+    detail: str = Field(description="What differs, A first.")
+
+
+def _flat(value: Any, path: str, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat(v, f"{path}.{k}" if path else str(k), out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _flat(v, f"{path}[{i}]", out)
+        if not value:
+            out[path] = []
+    else:
+        out[path] = value
+    return out
+
+
+def section_diff(a: Any, b: Any, prefix: str, ignore: frozenset[str] = frozenset()) -> list[str]:
+    """Dotted paths where two recipe sections differ, with both values."""
+    fa, fb = _flat(a, prefix, {}), _flat(b, prefix, {})
+    out = []
+    for key in dict.fromkeys([*fa, *fb]):
+        top = key[len(prefix) + 1 :].split(".", 1)[0].split("[", 1)[0] if prefix else key
+        if top in ignore:
+            continue
+        va, vb = fa.get(key, "(absent)"), fb.get(key, "(absent)")
+        if (va is None and vb == "(absent)") or (va == "(absent)" and vb is None):
+            continue  # an optional field one kit version writes and another did not know
+        if va != vb or isinstance(va, bool) is not isinstance(vb, bool):
+            out.append(f"{key} {_short(va)} vs {_short(vb)}")
+    if len(out) > MAX_LISTED:
+        out[MAX_LISTED:] = [f"{len(out) - MAX_LISTED} more"]
+    return out
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _section(report: Report, name: str) -> Any:
+    return report.recipe.get(name)
+
+
+def _model_key(report: Report) -> tuple[str, str]:
+    """(identity to compare, description)."""
+    name = model_name(report.recipe)
+    if report.model is not None:
+        return report.model.identity, f"{name} [{report.model.identity[:12]}]"
+    return "recipe:" + repr(_section(report, "model")), f"{name} [no manifest]"
+
+
+def _quant_key(report: Report) -> tuple[str, str]:
+    name = quant_name(report.recipe)
+    if report.quantization is not None:
+        return report.quantization.key, f"{name} [{report.quantization.key[:12]}]"
+    return "recipe:" + repr(_section(report, "quantization")), f"{name} [no manifest]"
+
+
+def recipe_diff(aspect: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """How two recipes differ in one aspect: in words when the kind differs, else by path."""
+    if aspect == "model" and (a.get("model") or {}).get("source") != (b.get("model") or {}).get(
+        "source"
+    ):
+        return [f"{model_name(a)} vs {model_name(b)}"]
+    if aspect == "quantization":
+        qa, qb = a.get("quantization") or {}, b.get("quantization") or {}
+        if qa.get("method") != qb.get("method"):
+            return [f"{quant_name(a)} vs {quant_name(b)}"]
+    section = {"model": "model", "quantization": "quantization", "protocol": "bench"}[aspect]
+    ignore = _PROTOCOL_IGNORED if aspect == "protocol" else frozenset()
+    return section_diff(a.get(section), b.get(section), section, ignore)
+
+
+def engine_key(report: Report) -> str:
+    return engine_text(report).split(" + ", 1)[0]
+
+
+def _patch_key(report: Report) -> tuple[Any, str]:
+    p = report.patches
+    if p is None:
+        return None, "none"
+    key = (
+        p.series,
+        [(x.file, x.sha256) for x in p.patches],
+        [(x.path, x.sha256) for x in p.files],
+    )
+    n = len(p.patches)
+    return key, f"{p.series} ({n} patch{'es' * (n != 1)})"
+
+
+def _hardware_diffs(a: Report, b: Report) -> list[str]:
+    ra, rb = rig(a.host), rig(b.host)
+    if ra is None or rb is None:
+        missing = " and ".join(x for x, r in (("A", ra), ("B", rb)) if r is None)
+        return [f"unknown for {missing} (no host probe)"]
+    out = []
+    for label, x, y in (
+        ("GPUs", ra.gpus, rb.gpus),
+        ("PCIe", ra.pcie, rb.pcie),
+        ("power caps", ra.power, rb.power),
+        ("interconnect", ra.interconnect, rb.interconnect),
+    ):
+        if x != y:
+            out.append(f"{label} {x or 'none'} vs {y or 'none'}")
+    if ra.gpu_count == 0 and rb.gpu_count == 0 and ra.cpu != rb.cpu:
+        out.append(f"CPU {ra.cpu} vs {rb.cpu}")
+    return out
+
+
+def _kernel_diffs(a: Report, b: Report) -> list[str]:
+    """How the kernels the engines chose differ; nothing where a side recorded no choice."""
+    ca = a.server.engine_choices if a.server else None
+    cb = b.server.engine_choices if b.server else None
+    if ca is None or cb is None:
+        return []
+    out = []
+    for label, x, y in (
+        ("linear kernels", ", ".join(ca.linear_kernels), ", ".join(cb.linear_kernels)),
+        ("w4a16 path", ca.w4a16_path, cb.w4a16_path),
+        ("CPU kernel build", ca.cpu_kernel_build, cb.cpu_kernel_build),
+        ("attention backend", ca.attention_backend, cb.attention_backend),
+    ):
+        if x and y and x != y:
+            out.append(f"{label} {x} vs {y}")
+    return out
+
+
+def comparability(a: Report, b: Report) -> list[Difference]:
+    """Every aspect in which two reports differ, each with what differs."""
+    out: list[Difference] = []
+
+    def add(aspect: Aspect, details: list[str]) -> None:
+        if details:
+            out.append(
+                Difference(aspect=aspect, refuses=aspect in REFUSING, detail="; ".join(details))
+            )
+
+    (ka, da), (kb, db) = _model_key(a), _model_key(b)
+    add("model", [f"{da} vs {db}"] if ka != kb else [])
+    (ka, da), (kb, db) = _quant_key(a), _quant_key(b)
+    if ka != kb:
+        details = recipe_diff("quantization", a.recipe, b.recipe)
+        if a.quantization is not None and b.quantization is not None:
+            details += section_diff(
+                {k: v for k, v in a.quantization.inputs.items() if k != "model_identity"},
+                {k: v for k, v in b.quantization.inputs.items() if k != "model_identity"},
+                "inputs",
+            )
+        add("quantization", details or [f"{da} vs {db}"])
+    protocol = recipe_diff("protocol", a.recipe, b.recipe)
+    if a.canonical != b.canonical:
+        protocol.insert(0, f"canonical {a.canonical} vs {b.canonical}")
+    add("protocol", protocol)
+    add("hardware", _hardware_diffs(a, b))
+    ea, eb = engine_key(a), engine_key(b)
+    add("engine", [f"{ea} vs {eb}"] if ea != eb else [])
+    add("kernels", _kernel_diffs(a, b))
+    serving = section_diff(_section(a, "server"), _section(b, "server"), "server", SERVING_IGNORED)
+    serving += section_diff(_section(a, "speculative"), _section(b, "speculative"), "speculative")
+    draft_a = a.draft.identity if a.draft else None
+    draft_b = b.draft.identity if b.draft else None
+    if draft_a != draft_b and not any(s.startswith("speculative.draft") for s in serving):
+        serving.append(f"draft model {(draft_a or 'none')[:12]} vs {(draft_b or 'none')[:12]}")
+    add("serving", serving)
+    (pa, ta), (pb, tb) = _patch_key(a), _patch_key(b)
+    add("patches", [f"{ta} vs {tb}" + (" (other sha256s)" if ta == tb else "")] if pa != pb else [])
+    return out
+
+
+def refuse_or_keep(diffs: list[Difference], force: bool, what: str) -> None:
+    refusing = [d for d in diffs if d.refuses]
+    if refusing and not force:
+        aspects = ", ".join(d.aspect for d in refusing)
+        verb = "differs" if len(refusing) == 1 else "differ"
+        raise VerificationFailed(
+            f"{what} are not comparable: {aspects} {verb}"
+            + "".join(f"\n{d.aspect}: {d.detail}" for d in refusing),
+            hint="pass --force to compare anyway (the deltas then mix these differences)",
+        )

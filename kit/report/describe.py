@@ -1,0 +1,176 @@
+"""What a report describes, in a benchmark table's words: the rig, the engine and its kernels,
+the model and its quantization, speculative decoding. Shared by show and compare.
+
+The rig is described the way benchmark tables do it: card count × GPU name, PCIe generation and
+lanes per card, power caps per card, the interconnect; "CPU (n cores)" without a GPU.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pydantic import Field
+
+from kit.base import FrozenModel
+from kit.probe import HostProbe, Unavailable, cpu_summary
+from kit.report.schema import Report
+
+
+class Rig(FrozenModel):
+    """A host in a benchmark table's words; a part is None when unknown or not applicable."""
+
+    gpus: str = Field(description="'2× NVIDIA H200', or 'CPU (n cores)' without a GPU.")
+    gpu_count: int = Field(description="Number of GPUs (0: a CPU run).")
+    pcie: str | None = Field(description="'PCIe Gen5 x16/x16': slot generation and lanes per card.")
+    power: str | None = Field(description="'700/700 W': power limit in force per card.")
+    interconnect: str | None = Field(
+        description="'NVLink', 'no NVLink, P2P OK', 'no NVLink, no P2P'; None for one GPU."
+    )
+    cpu: str = Field(description="CPU model and core count.")
+
+    @property
+    def cell(self) -> str:
+        return ", ".join(p for p in (self.gpus, self.pcie, self.power, self.interconnect) if p)
+
+
+def _known(value: object) -> bool:
+    return value is not None and not isinstance(value, Unavailable)
+
+
+def num(value: str | float | int | Unavailable, fmt: str = "g") -> str:
+    if isinstance(value, Unavailable):
+        return "?"
+    return value if isinstance(value, str) else format(value, fmt)
+
+
+def rig(host: HostProbe | None) -> Rig | None:
+    """The host as a table describes it; None without a host probe."""
+    if host is None:
+        return None
+    cores = host.cpu.usable_cores if _known(host.cpu.usable_cores) else host.cpu.logical_cores
+    cpu_model = host.cpu.model if isinstance(host.cpu.model, str) else "unknown CPU"
+    cpu = f"{cpu_model} ({num(cores)} cores)"
+    if host.cpu.isa is not None:  # reports before the ISA was probed have none
+        cpu = f"{cpu_summary(host.cpu)} ({num(cores)} cores)"
+    gpus = host.gpus
+    if not gpus:
+        return Rig(
+            gpus=f"CPU ({num(cores)} cores)",
+            gpu_count=0,
+            pcie=None,
+            power=None,
+            interconnect=None,
+            cpu=cpu,
+        )
+    names = Counter(g.name if isinstance(g.name, str) else "unknown GPU" for g in gpus)
+    gens = [num(g.pcie.gen_max) for g in gpus]
+    gen = f"Gen{gens[0]}" if len(set(gens)) == 1 else "/".join(f"Gen{x}" for x in gens)
+    widths = "/".join(f"x{num(g.pcie.width_max)}" for g in gpus)
+    caps = [
+        g.power.enforced_limit_w if _known(g.power.enforced_limit_w) else g.power.limit_w
+        for g in gpus
+    ]
+    return Rig(
+        gpus=" + ".join(f"{n}× {name}" for name, n in names.items()),
+        gpu_count=len(gpus),
+        pcie=f"PCIe {gen} {widths}",
+        power="/".join(num(c, ".0f") for c in caps) + " W",
+        interconnect=_interconnect(host),
+        cpu=cpu,
+    )
+
+
+def _interconnect(host: HostProbe) -> str | None:
+    if len(host.gpus) < 2:
+        return None
+    links = [
+        link for g in host.gpus if isinstance(g.nvlinks, list) for link in g.nvlinks if link.active
+    ]
+    if links:
+        return "NVLink"
+    reads = [p.read for p in host.p2p]
+    if reads and all(r == "OK" for r in reads):
+        return "no NVLink, P2P OK"
+    if any(isinstance(r, str) for r in reads):
+        return (
+            "no NVLink, no P2P" if not any(r == "OK" for r in reads) else "no NVLink, P2P partial"
+        )
+    return "no NVLink, P2P unknown"
+
+
+def engine_text(report: Report) -> str:
+    engine = report.engine or {}
+    server = report.recipe.get("server") or {}
+    recipe_engine = server.get("engine") or {}
+    name = engine.get("name") or recipe_engine.get("name") or "?"
+    version = engine.get("version") or recipe_engine.get("version") or "?"
+    text = f"{name} {version}"
+    if report.patches is not None:
+        count = len(report.patches.patches)
+        text += f" + {report.patches.series} ({count} patch{'es' * (count != 1)})"
+    elif server.get("patches"):
+        text += f" + {server['patches']} (no manifest)"
+    if report.server is not None and report.server.runtime == "external":
+        text += " (external server)"
+    return text
+
+
+def kernels_text(report: Report, *, short: bool = False) -> str | None:
+    """The kernels the engine chose, from its server log: a line, or with ``short`` a few words
+    ('' when the log named none); None when the report did not record them."""
+    choices = report.server.engine_choices if report.server is not None else None
+    if choices is None:
+        return None
+    return choices.short() if short else choices.summary()
+
+
+def model_name(recipe: dict[str, Any]) -> str:
+    """A recipe's model in a few words: 'Qwen/Qwen3-8B@0123abc', 'synthetic Qwen3 (2L, ...)'."""
+    model = recipe.get("model") or {}
+    source = model.get("source")
+    if source == "hub":
+        rev = model.get("revision")
+        pin = "unpinned" if rev is None else (rev[:7] if len(str(rev)) == 40 else str(rev))
+        return f"{model.get('repo_id')}@{pin}"
+    if source == "synthetic":
+        shape = model.get("shape") or {}
+        return (
+            f"synthetic Qwen3 ({shape.get('num_hidden_layers')}L, "
+            f"h{shape.get('hidden_size')}, seed {model.get('seed')})"
+        )
+    if source == "local":
+        return f"local {str(model.get('path', '?')).rstrip('/').rsplit('/', 1)[-1]}"
+    return "?"
+
+
+def quant_name(recipe: dict[str, Any]) -> str:
+    """A recipe's quantization in a few words: 'AutoRound INT4 g128 sym', 'unquantized'."""
+    q = recipe.get("quantization") or {}
+    if q.get("method") == "autoround":
+        sym = "sym" if q.get("sym", True) else "asym"
+        return f"AutoRound INT{q.get('bits')} g{q.get('group_size')} {sym}"
+    if q.get("method") == "none":
+        return "unquantized"
+    return str(q.get("method", "?"))
+
+
+def model_text(report: Report) -> str:
+    """Model, quantization and KV cache dtype when not auto."""
+    kv = (report.recipe.get("server") or {}).get("kv_cache_dtype", "auto")
+    text = f"{model_name(report.recipe)}, {quant_name(report.recipe)}"
+    return text + ("" if kv in (None, "auto") else f", KV {kv}")
+
+
+def spec_text(report: Report) -> str:
+    spec = report.recipe.get("speculative") or {}
+    method = spec.get("method", "none")
+    if method == "none":
+        return "none"
+    text = f"{method} ×{spec.get('num_speculative_tokens')}"
+    sd = report.bench.spec_decode if report.bench else None
+    if sd is not None and sd.acceptance_rate is not None and sd.acceptance_length is not None:
+        text += f", AL {sd.acceptance_length:.2f} ({sd.acceptance_rate * 100:.1f}%)"
+    elif report.bench is not None:
+        text += ", acceptance not measured"
+    return text

@@ -1,0 +1,150 @@
+"""Report files: the only writer and the only reader.
+
+A report file is one DSSE envelope (:mod:`kit.signing.envelope`) holding the report's RFC 8785
+bytes, signed when a key is given. The bytes are produced once (:func:`encode_report`) and
+those exact bytes are written and signed; readers never re-serialise before checking.
+
+:func:`read_report` is how everything else reads one (show, compare, the compose runtime,
+tests): the size and depth limits, the envelope, the signature (required to hold when a key is
+given), the canonical payload and the strict schema, with errors that name the file.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pydantic import ValidationError
+
+from kit.errors import BadInputError, VerificationFailed
+from kit.report.schema import SCHEMA_VERSION, Report, report_json_schema
+from kit.signing import (
+    SignatureCheck,
+    canonical_bytes,
+    load_payload,
+    open_envelope,
+    open_envelope_file,
+    sign_report,
+    unsigned_report,
+    verify_envelope,
+)
+
+REPORT_FILE = "report.json"
+MAX_PROBLEMS = 12  # per item; the count of the rest is given
+READ_HINT = "ask the sender for the report file exactly as kit wrote it"
+
+
+def report_bytes(report: Report) -> bytes:
+    """The report's canonical bytes (RFC 8785): what the envelope carries and signs."""
+    return canonical_bytes(report.model_dump(mode="json"))
+
+
+def encode_report(report: Report, private_key: Ed25519PrivateKey | None = None) -> bytes:
+    """The report file: a DSSE envelope, signed when a key is given, else marked unsigned."""
+    data = report.model_dump(mode="json")
+    return sign_report(data, private_key) if private_key is not None else unsigned_report(data)
+
+
+def write_report(
+    report: Report, out_dir: Path, private_key: Ed25519PrivateKey | None = None
+) -> Path:
+    """Write the report envelope (signed when a key is given) as ``out_dir/report.json``,
+    atomically: a reader sees the old file or the new one, never half of one."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / REPORT_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(encode_report(report, private_key))
+    os.replace(tmp, path)
+    return path
+
+
+def read_report(
+    source: Path | str | bytes, public_key: Ed25519PublicKey | None = None
+) -> tuple[Report, SignatureCheck]:
+    """Read a report file (a path, or its bytes): limits, envelope, signature, canonical
+    payload, strict schema. With a key, a report not validly signed by it raises
+    ``VerificationFailed``; everything malformed raises ``BadInputError`` naming the file."""
+    if isinstance(source, bytes):
+        prefix = ""
+        env = open_envelope(source)
+    else:
+        prefix = f"{source}: "
+        env = open_envelope_file(Path(source))
+    check = verify_envelope(env, public_key)
+    if public_key is not None and not check.valid:
+        raise VerificationFailed(
+            prefix + check.reason,
+            hint="the report was not signed by the holder of this key as it stands",
+        )
+    try:
+        data = load_payload(env)
+    except BadInputError as e:
+        raise BadInputError(prefix + e.message, hint=e.hint) from None
+    report, problems = validate_payload(env.payload, data, prefix.removesuffix(": ") or "<bytes>")
+    if report is None:
+        raise BadInputError("\n".join(problems), hint=READ_HINT)
+    return report, check
+
+
+def validate_payload(
+    payload: bytes, data: dict[str, Any], label: str
+) -> tuple[Report | None, list[str]]:
+    """The report (strict model, then the JSON Schema on the parsed payload) and every schema
+    problem, each ``label: path: message``."""
+    try:
+        report = Report.model_validate_json(payload, strict=True)
+    except ValidationError as exc:
+        return None, _pydantic_problems(exc, label)
+    problems = [f"{label}: {p}" for p in _json_schema_problems(data)]
+    return (None if problems else report), problems
+
+
+def _pydantic_problems(exc: ValidationError, label: str) -> list[str]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in err["loc"]) or "(top)"
+        if loc == "schema_version" and isinstance(err.get("input"), int):
+            if err["input"] > SCHEMA_VERSION:
+                out.append(
+                    f"{label}: schema_version {err['input']} is newer than this kit reads "
+                    f"({SCHEMA_VERSION}): upgrade kit"
+                )
+                continue
+        out.append(f"{label}: {loc}: {err['msg']}")
+    return capped(out)
+
+
+@functools.lru_cache(maxsize=1)
+def schema_validator() -> Any:
+    try:  # a dev dependency: verify still runs on a machine without it
+        jsonschema = importlib.import_module("jsonschema")
+    except ImportError:
+        return None
+    schema = report_json_schema()
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _json_schema_problems(data: dict[str, Any]) -> list[str]:
+    validator = schema_validator()
+    if validator is None:
+        return []
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    return capped(
+        [f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {cut(e.message, 160)}" for e in errors]
+    )
+
+
+def capped(problems: list[str]) -> list[str]:
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return [*problems[:MAX_PROBLEMS], f"... and {len(problems) - MAX_PROBLEMS} more"]
+
+
+def cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,142 @@
+"""A report against the published figures in its recipe's ``reference`` section."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from kit.errors import BadInputError
+from kit.report.comparability import (
+    REFUSING,
+    SERVING_IGNORED,
+    Difference,
+    engine_key,
+    recipe_diff,
+    refuse_or_keep,
+    section_diff,
+)
+from kit.report.compare import Comparison, MetricDelta, delta, label, mean, peaks
+from kit.report.describe import rig
+from kit.report.schema import Report
+
+
+def _pins_from(recipe: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """The recipe with the hub revisions it leaves open (null) taken from the run's recipe:
+    a recipe that is not yet pinned is run with ``--set model.revision=<sha>``."""
+    out = copy.deepcopy(recipe)
+    for path in (("model",), ("speculative", "draft")):
+        mine: Any = out
+        theirs: Any = run
+        for key in path:
+            mine = mine.get(key) if isinstance(mine, dict) else None
+            theirs = theirs.get(key) if isinstance(theirs, dict) else None
+        if (
+            isinstance(mine, dict)
+            and isinstance(theirs, dict)
+            and mine.get("source") == "hub"
+            and theirs.get("source") == "hub"
+            and mine.get("revision") is None
+        ):
+            mine["revision"] = theirs.get("revision")
+    return out
+
+
+def compare_with_reference(
+    report: Report, recipe_path: str | Path, *, force: bool = False
+) -> Comparison:
+    """The report against the published figures in a recipe's ``reference`` section.
+
+    Published figures carry no standard deviations: every band is unknown. The hardware is the
+    published rig's, which kit cannot check: the comparison always says so.
+    """
+    from kit.recipe import load_recipe
+
+    loaded = load_recipe(recipe_path)
+    ref = loaded.recipe.reference
+    if ref is None:
+        raise BadInputError(
+            f"{recipe_path}: the recipe has no reference section",
+            hint="add reference: with the published figures, or compare two reports",
+        )
+    recipe = _pins_from(loaded.recipe.to_json_dict(), report.recipe)
+    diffs: list[Difference] = []
+    mine = report.recipe
+    for aspect in REFUSING:
+        details = recipe_diff(aspect, recipe, mine)
+        if details:
+            diffs.append(Difference(aspect=aspect, refuses=True, detail="; ".join(details)))
+    serving = section_diff(recipe.get("server"), mine.get("server"), "server", SERVING_IGNORED)
+    serving += section_diff(recipe.get("speculative"), mine.get("speculative"), "speculative")
+    if serving:
+        diffs.append(Difference(aspect="serving", refuses=False, detail="; ".join(serving)))
+    refuse_or_keep(diffs, force, f"the report and the reference in {recipe_path}")
+    run_rig = rig(report.host)
+    warnings = [
+        f"hardware: the reference was measured on the published rig ({ref.rig or 'not stated'}); "
+        f"this run: {run_rig.cell if run_rig else 'unknown (no host probe)'}",
+        f"engine: the reference used {ref.engine or 'an engine not stated'}; "
+        f"this run: {engine_key(report)}",
+        "noise bands are unknown: published figures carry no standard deviations",
+    ]
+    if loaded.recipe.sha256() == report.recipe_sha256:
+        warnings.append("this run used this recipe exactly (same sha256)")
+    if not report.validity.valid:
+        warnings.append("this run is not valid (see its validity verdict)")
+    metrics: list[MetricDelta] = []
+    prompts = {p.prompt: p for p in report.bench.prompts} if report.bench else {}
+    for name, fig in ref.prompts.items():
+        p = prompts.get(name)
+        decode, wall, ttft = (p.decode_tps, p.wall_tps, p.ttft_ms) if p else (None, None, None)
+        metrics.append(delta(f"{name} decode TPS", "tok/s", fig.decode_tps, mean(decode)))
+        metrics.append(delta(f"{name} wall TPS", "tok/s", fig.wall_tps, mean(wall)))
+        metrics.append(delta(f"{name} TTFT", "ms", fig.ttft_ms, mean(ttft), None, False))
+    measured = (
+        {p.depth: p for p in report.bench.prefill if p.status == "measured"} if report.bench else {}
+    )
+    for depth, tps in sorted(ref.prefill_tps.items()):
+        pf = measured.get(depth)
+        metrics.append(
+            delta(f"prefill {depth}", "tok/s", tps, mean(pf.prefill_tps if pf else None))
+        )
+    if ref.acceptance is not None:
+        acc = ref.acceptance
+        sd = report.bench.spec_decode if report.bench else None
+        rate = sd.acceptance_rate * 100 if sd and sd.acceptance_rate is not None else None
+        metrics.append(
+            delta(
+                "acceptance rate",
+                "%",
+                acc.accepted / acc.drafted * 100 if acc.drafted else None,
+                rate,
+            )
+        )
+        metrics.append(
+            delta(
+                "acceptance length",
+                "tokens",
+                1 + acc.accepted / acc.drafts if acc.drafts else None,
+                sd.acceptance_length if sd else None,
+            )
+        )
+    if ref.peak_vram_mib is not None:
+        highest = peaks(report)
+        metrics.append(
+            delta(
+                "peak VRAM (highest card)",
+                "MiB",
+                ref.peak_vram_mib,
+                max(highest.values()) if highest else None,
+                None,
+                False,
+            )
+        )
+    return Comparison(
+        a=f"reference: {ref.source}" + (f" ({ref.date})" if ref.date else ""),
+        b=label(report),
+        reference=True,
+        forced=force and any(d.refuses for d in diffs),
+        differences=diffs,
+        warnings=warnings,
+        metrics=metrics,
+    )

@@ -1,0 +1,110 @@
+"""The report document: one JSON object per run, with everything needed to re-run and check it.
+
+This module holds the model, its version and its JSON Schema, nothing else. Reading and writing
+report files is :mod:`kit.report.files`; building one is :mod:`kit.report.assemble`; display is
+:mod:`kit.report.show`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from kit.base import KitModel
+from kit.bench import BenchResult
+from kit.enginelog import EngineChoices
+from kit.migrations import Upgrade, current_version
+from kit.model import ModelManifest
+from kit.patches import PatchManifest
+from kit.probe import GpuSampling, HostLoad, HostProbe
+from kit.quantize import QuantManifest
+from kit.report.validity import Validity
+from kit.roofline import Roofline
+from kit.vllm_bench import VllmBench
+
+# Upgrades of older report payloads, oldest first (kit.migrations). Reports are signed as
+# written, so an upgrade is applied to the parsed payload for reading, never to the file.
+UPGRADES: list[Upgrade] = []
+SCHEMA_VERSION = current_version(UPGRADES)
+
+
+class ServerInfo(KitModel):
+    runtime: Literal["native", "compose", "external"] = Field(
+        description="native: kit started it; compose: containers; external: kit bench --target."
+    )
+    argv: list[str] = Field(description="Command line (paths shown KIT_HOME-relative).")
+    env: dict[str, str] = Field(description="Environment the recipe set for the server.")
+    boot_s: float | None = Field(description="Seconds from start to healthy.")
+    log_file: str | None = Field(None, description="Server log file name beside the report.")
+    engine_choices: EngineChoices | None = Field(
+        None,
+        description="Kernels the engine chose (linear kernels, CPU W4A16 path and kernel build, "
+        "attention backend), read from the server log; None in reports written before kit read "
+        "them or when the log could not be read.",
+    )
+
+
+class Report(KitModel):
+    """A benchmark run: recipe, inputs, environment, raw records, summaries."""
+
+    schema_version: Literal[1] = Field(description="Report format version.")
+    kind: Literal["kit.report"] = Field(description="Document type.")
+    run_id: str = Field(description="Random id of this run.")
+    created_at: str = Field(description="UTC time the report was written.")
+    kit_version: str = Field(description="kit version that wrote it.")
+    status: Literal["complete", "incomplete"] = Field(description="Whether every run finished.")
+    incomplete_reason: str | None = Field(None, description="Why incomplete.")
+    canonical: bool = Field(description="Whether the protocol is the reference's exactly.")
+    non_canonical: list[str] = Field(description="Every way the protocol departs from it.")
+    recipe_name: str = Field(description="Recipe name.")
+    recipe_file: str | None = Field(description="Recipe file name (no directory).")
+    recipe_overrides: list[str] = Field(description="--set overrides applied.")
+    recipe: dict[str, Any] = Field(description="The resolved recipe.")
+    recipe_sha256: str = Field(description="sha256 of the resolved recipe's canonical JSON.")
+    versions: dict[str, str] = Field(description="kit, python, engine, torch, ... versions.")
+    engine: dict[str, Any] | None = Field(None, description="The engine environment used.")
+    patches: PatchManifest | None = Field(
+        None, description="Patch series on the engine: patch and file sha256s, verified at boot."
+    )
+    model: ModelManifest | None = Field(None, description="Target model manifest.")
+    draft: ModelManifest | None = Field(None, description="Draft model manifest.")
+    quantization: QuantManifest | None = Field(None, description="Quantization manifest.")
+    server: ServerInfo | None = Field(None, description="How the server ran.")
+    bench: BenchResult | None = Field(None, description="Raw records and summaries.")
+    host: HostProbe | None = Field(None, description="Host probe: hardware and settings.")
+    gpu_sampling: GpuSampling | None = Field(
+        None, description="GPU memory, power, clocks and PCIe sampled during the bench."
+    )
+    host_load: HostLoad | None = Field(
+        None,
+        description="How busy the host was with other work during the measured windows: CPU "
+        "of other processes, steal time, load average, foreign GPU processes.",
+    )
+    energy_per_token_j: float | None = Field(
+        None,
+        description="GPU energy from the first measured request to the end of the last, per "
+        "token generated in that span (warm-ups of later prompts included).",
+    )
+    roofline: Roofline | None = Field(
+        None,
+        description="Decode efficiency against the memory-bandwidth bound: bytes read per step "
+        "(quantized weights + scales/zeros + unquantized layers + lm_head + one embedding row per "
+        "token + KV cache of the average context; per GPU under TP) over the measured per-GPU "
+        "copy bandwidth; with speculative decoding the bound is per target pass (plus the draft's "
+        "passes) times the acceptance length. See kit/roofline.py.",
+    )
+    vllm_bench: VllmBench | None = Field(
+        None,
+        description="vLLM's own `vllm bench serve` against the same server at concurrency 1, "
+        "with kit's decode TPS and TTFT beside its comparable figures and the deltas.",
+    )
+    validity: Validity = Field(description="Whether the run is fit to quote, and why not.")
+    notes: list[str] = Field(default_factory=list, description="Things a reader should know.")
+
+
+def report_json_schema() -> dict[str, Any]:
+    schema = Report.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://kit.invalid/schemas/report-v1.json"
+    return schema

@@ -1,0 +1,309 @@
+"""Reports for people: the terminal summary after a run, ``kit report show`` (a table, or a row
+of a Club-3090-style Markdown table), and the text of comparisons and verify checklists.
+
+The kernels the engine chose (read from its server log) follow the engine: a row of their own in
+the terminal table, a few words after the engine in the Markdown row's engine cell.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kit.metrics import Stats
+from kit.probe import Unavailable
+from kit.report.describe import (
+    engine_text,
+    kernels_text,
+    model_text,
+    num,
+    rig,
+    spec_text,
+)
+from kit.report.schema import Report
+from kit.signing import SignatureCheck
+
+if TYPE_CHECKING:
+    from kit.report.compare import Comparison
+    from kit.report.verify.checklist import Checklist
+
+MARKDOWN_COLUMNS = (
+    "rig",
+    "engine",
+    "model / quant",
+    "spec",
+    "narrative decode TPS",
+    "code decode TPS",
+    "TTFT (narr / code)",
+    "notes",
+)
+
+
+def _decode(report: Report, prompt: str) -> str:
+    s = _prompt_stats(report, prompt)
+    if s is None or s.mean is None:
+        return "-"
+    cv = f" (CV {s.cv_pct:.1f}%)" if s.cv_pct is not None else ""
+    return f"{s.mean:.2f}{cv}"
+
+
+def _prompt_stats(report: Report, prompt: str, field: str = "decode_tps") -> Stats | None:
+    for p in report.bench.prompts if report.bench else []:
+        if p.prompt == prompt:
+            stats: Stats = getattr(p, field)
+            return stats
+    return None
+
+
+def _ttft(report: Report) -> str:
+    parts = []
+    for prompt in ("narrative", "code"):
+        s = _prompt_stats(report, prompt, "ttft_ms")
+        parts.append("-" if s is None or s.mean is None else f"{s.mean:.0f}")
+    return " / ".join(parts) + " ms"
+
+
+def _notes(report: Report) -> str:
+    notes = []
+    if report.status != "complete":
+        notes.append("INCOMPLETE")
+    if not report.validity.valid:
+        codes = dict.fromkeys(f.code for f in report.validity.reasons if f.severity == "error")
+        notes.append(f"INVALID ({', '.join(codes)})")
+    if not report.canonical:
+        notes.append("not canonical")
+    if report.energy_per_token_j is not None:
+        notes.append(f"{report.energy_per_token_j:.3f} J/token")
+    notes.append(f"kit {report.kit_version}, run {report.run_id}")
+    return "; ".join(notes)
+
+
+def _md(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_header() -> str:
+    """The header and rule of the Markdown table ``markdown_row`` fills."""
+    return (
+        "| "
+        + " | ".join(MARKDOWN_COLUMNS)
+        + " |\n|"
+        + "|".join("---" for _ in MARKDOWN_COLUMNS)
+        + "|"
+    )
+
+
+def markdown_row(report: Report, *, header: bool = False) -> str:
+    """One row in the style of Club-3090's BENCHMARKS.md; with ``header``, the header first."""
+    r = rig(report.host)
+    kernels = kernels_text(report, short=True)
+    cells = [
+        r.cell if r is not None else "unknown (no host probe)",
+        engine_text(report) + (f"; {kernels}" if kernels else ""),
+        model_text(report),
+        spec_text(report),
+        _decode(report, "narrative"),
+        _decode(report, "code"),
+        _ttft(report),
+        _notes(report),
+    ]
+    row = "| " + " | ".join(_md(c) for c in cells) + " |"
+    return f"{markdown_header()}\n{row}" if header else row
+
+
+def signer_text(check: SignatureCheck | None) -> str:
+    if check is None:
+        return "not checked"
+    if not check.signed:
+        return "UNSIGNED: nothing shows who wrote it or that it is unaltered"
+    if check.valid:
+        return f"{check.keyid} (signature verified)"
+    if check.valid is None:
+        return f"{check.keyid} (claimed; not checked without --key)"
+    return f"INVALID: {check.reason}"
+
+
+def show_table(report: Report, check: SignatureCheck | None = None) -> str:
+    """The report for a terminal: who, what, where, then the figures."""
+    v = report.validity
+    errors = sum(1 for f in v.reasons if f.severity == "error")
+    warnings = len(v.reasons) - errors
+    validity = "valid" if v.valid else f"INVALID ({errors} error{'s' * (errors != 1)})"
+    if warnings:
+        validity += f", {warnings} warning{'s' * (warnings != 1)}"
+    overrides = f", --set {' '.join(report.recipe_overrides)}" if report.recipe_overrides else ""
+    status = report.status + (f": {report.incomplete_reason}" if report.incomplete_reason else "")
+    lines = [
+        f"recipe    {report.recipe_name} ({report.recipe_file or 'no file'}{overrides}), "
+        f"sha256 {report.recipe_sha256[:16]}",
+        f"run       {report.run_id}, written {report.created_at} by kit {report.kit_version}",
+        f"status    {status}{'' if report.canonical else ' (not canonical)'}",
+        f"validity  {validity}",
+        f"signer    {signer_text(check)}",
+        f"engine    {engine_text(report)}",
+    ]
+    kernels = kernels_text(report)
+    if kernels is not None:
+        lines.append(f"kernels   {kernels}")
+    lines.append(f"model     {model_text(report)}; spec {spec_text(report)}")
+    lines += _host_lines(report)
+    lines += ["", summary_table(report)]
+    lines += _sampling_lines(report)
+    return "\n".join(lines)
+
+
+def _host_lines(report: Report) -> list[str]:
+    host = report.host
+    r = rig(host)
+    if host is None or r is None:
+        return ["host      unknown (no host probe in the report)"]
+    out = [f"rig       {r.cell}", f"cpu       {r.cpu}"]
+    if not host.gpus and host.nvml_error:
+        out.append(f"gpus      none: {host.nvml_error}")
+    for g in host.gpus:
+        p = g.power
+        links = [link for link in g.nvlinks if link.active] if isinstance(g.nvlinks, list) else []
+        nvlink = f", NVLink {len(links)} active" if links else ""
+        out.append(
+            f"gpu {g.index}     {num(g.name)}, "
+            f"{num(g.memory_total_mib)} MiB, power {num(p.enforced_limit_w, '.0f')} W "
+            f"(default {num(p.default_limit_w, '.0f')}, max {num(p.max_limit_w, '.0f')}), "
+            f"PCIe Gen{num(g.pcie.gen_max)} x{num(g.pcie.width_max)} "
+            f"(GPU max Gen{num(g.pcie.gen_gpu_max)}){nvlink}"
+        )
+    if isinstance(host.driver.driver_version, str):
+        out.append(
+            f"driver    {host.driver.driver_version}, CUDA {num(host.driver.cuda_driver_version)}"
+        )
+    return out
+
+
+def _sampling_lines(report: Report) -> list[str]:
+    s = report.gpu_sampling
+    if s is None:
+        return []
+    if s.unavailable is not None or not s.summaries:
+        return [f"  GPUs not sampled: {s.unavailable or 'no readings in the measured window'}"]
+    out = ["  VRAM (MiB)  idle     peak     post  growth   PCIe under load   max W  max °C"]
+    for g in s.summaries:
+        m = g.vram
+        out.append(
+            f"  GPU {g.gpu:<6} {num(m.idle_mib):>6} {num(m.peak_mib):>8} {num(m.post_mib):>8} "
+            f"{num(m.growth_mib):>7}   Gen{num(g.pcie_gen_min_under_load)} "
+            f"x{num(g.pcie_width_min_under_load):<10} {num(g.power_max_w, '.0f'):>7} "
+            f"{num(g.temperature_max_c):>7}"
+        )
+    if not isinstance(s.energy_j, Unavailable):
+        out.append(f"  GPU energy over the measured window: {s.energy_j:.0f} J")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the summary printed after a run
+def _stat(s: Stats | None, digits: int = 2, cv: bool = False) -> str:
+    if s is None or s.mean is None:
+        return "-"
+    text = f"{s.mean:.{digits}f}"
+    if cv and s.cv_pct is not None:
+        text += f" ({s.cv_pct:.1f}%)"
+    return text
+
+
+def summary_table(report: Report) -> str:
+    """A short table like the reference's, for the terminal."""
+    lines = [
+        f"kit report {report.run_id}  recipe {report.recipe_name}  "
+        f"status {report.status}{'' if report.canonical else '  (not canonical)'}"
+    ]
+    if report.incomplete_reason:
+        lines.append(f"  incomplete: {report.incomplete_reason}")
+    b = report.bench
+    if b is not None:
+        head = (
+            f"  {'prompt':<10} {'runs':>5} {'decode TPS (CV)':>18} {'wall TPS':>9} "
+            f"{'TTFT ms':>8} {'tokens':>7}"
+        )
+        lines += [head, "  " + "-" * (len(head) - 2)]
+        for p in b.prompts:
+            lines.append(
+                f"  {p.prompt:<10} {p.usable:>2}/{p.measured:<2} "
+                f"{_stat(p.decode_tps, cv=True):>18} {_stat(p.wall_tps):>9} "
+                f"{_stat(p.ttft_ms, 0):>8} {_stat(p.completion_tokens, 0):>7}"
+            )
+        for pf in b.prefill:
+            if pf.status == "measured":
+                lines.append(
+                    f"  prefill {pf.depth:>6} tok: {_stat(pf.prefill_tps, 0)} tok/s "
+                    f"(TTFT {_stat(pf.ttft_ms, 0)} ms)"
+                )
+            else:
+                lines.append(f"  prefill {pf.depth:>6} tok: {pf.status} ({pf.reason})")
+        s = b.spec_decode
+        if s is not None:
+            rate = f"{s.acceptance_rate * 100:.1f}%" if s.acceptance_rate is not None else "-"
+            lines.append(
+                f"  spec decode: {s.accepted_tokens}/{s.draft_tokens} draft tokens accepted "
+                f"({rate}) in {s.drafts} steps; acceptance length "
+                f"{_number(s.acceptance_length)} (1+accepted/drafts), "
+                f"{_number(s.accepted_per_draft)} (accepted/drafts)"
+            )
+    v = report.validity
+    lines.append(f"  validity: {'valid' if v.valid else 'INVALID'}")
+    lines += [f"    {f.severity}: {f.message}" for f in v.reasons]
+    if report.energy_per_token_j is not None:
+        lines.append(f"  energy: {report.energy_per_token_j:.3f} J per generated token")
+    for note in report.notes:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparisons and checklists
+
+
+def _differ(aspect: str) -> str:
+    return f"{aspect} {'differ' if aspect.endswith('s') else 'differs'}"
+
+
+def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def comparison_text(c: Comparison) -> str:
+    """A comparison as text: the differences and warnings, then one row per figure."""
+    lines = [f"A: {c.a}", f"B: {c.b}"]
+    for d in c.differences:
+        tag = "forced" if d.refuses else "warning"
+        lines.append(f"{tag}: {_differ(d.aspect)}: {d.detail}")
+    lines += [f"warning: {w}" for w in c.warnings]
+    head = f"{'metric':<32} {'A':>10} {'B':>10} {'delta':>10} {'delta %':>8} {'noise ±':>9}"
+    lines += ["", head, "-" * len(head)]
+    for m in c.metrics:
+        flag = {True: "outside noise", False: "within noise", None: "band unknown"}[m.outside_noise]
+        if m.delta is None:
+            flag = "one side only"
+        lines.append(
+            f"{m.metric + ' (' + m.unit + ')':<32} {_number(m.a):>10} {_number(m.b):>10} "
+            f"{_number(m.delta, sign=True):>10} {_number(m.delta_pct, 1, sign=True):>8} "
+            f"{_number(m.band):>9}  {flag}"
+        )
+    lines.append("")
+    lines.append("delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds")
+    return "\n".join(lines)
+
+
+def checklist_text(c: Checklist) -> str:
+    """A checklist as text: ``[ok]``, ``[FAIL]`` or ``[--]`` (not checked) per item."""
+    width = max(len(item.name) for item in c.items)
+    lines = [f"kit report verify: {c.source}"]
+    for item in c.items:
+        mark = {True: "[ok]  ", False: "[FAIL]", None: "[--]  "}[item.ok]
+        lines.append(f"  {mark} {item.name:<{width}}  {item.detail}")
+        lines += [f"  {'':<6} {'':<{width}}  - {p}" for p in item.problems]
+    counts = {v: sum(1 for i in c.items if i.ok is v) for v in (True, False, None)}
+    if c.ok:
+        lines.append(f"passed: {counts[True]} ok, {counts[None]} not checked")
+    else:
+        lines.append(f"FAILED: {counts[False]} of {len(c.items)} items ({', '.join(c.failed)})")
+    return "\n".join(lines)

@@ -1,0 +1,270 @@
+"""Verify items recomputed from the raw records: ``summaries`` (per-prompt and prefill
+statistics, spec-decode figures, GPU sampling summaries, energy per token, with kit's own
+functions) and ``records`` (each request's internal consistency, order, counts, run status)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+from typing import Any
+
+from pydantic import ValidationError
+
+from kit.report.assemble import energy_of
+from kit.report.files import cut
+from kit.report.schema import Report
+from kit.report.verify.checklist import REL_TOL, CheckItem, check_item, differences, dump
+
+
+def summaries_item(report: Report) -> CheckItem:
+    from kit.bench import summarize_prefill, summarize_prompt
+    from kit.metrics import add_spec, spec_decode_from_counts
+    from kit.probe import build_sampling
+    from kit.recipe import Prompt
+
+    problems: list[str] = []
+    done: list[str] = []
+    b = report.bench
+    if b is not None:
+        bench = _bench_of(report)
+        prompts = {p.name: p for p in bench.prompts} if bench is not None else {}
+        for s in b.prompts:
+            prompt = prompts.get(s.prompt)
+            if prompt is None:
+                problems.append(f"{s.prompt}: summarised, but not a prompt of the recipe")
+                prompt = Prompt(name=s.prompt, text="-", max_tokens=s.max_tokens)
+            stored = s.model_dump(mode="json", exclude={"spec_decode", "server"})
+            fresh = summarize_prompt(prompt, b.records)
+            problems += differences(
+                stored, fresh.model_dump(mode="json", exclude={"spec_decode", "server"}), s.prompt
+            )
+            if s.spec_decode is not None:
+                sd = s.spec_decode
+                again = spec_decode_from_counts(
+                    sd.drafts, sd.draft_tokens, sd.accepted_tokens, list(sd.per_position_accepted)
+                )
+                problems += differences(dump(sd), dump(again), f"{s.prompt}.spec_decode")
+        summarised = {s.prompt for s in b.prompts}
+        for name in dict.fromkeys(r.prompt for r in b.records if r.phase == "measured"):
+            if name not in summarised:
+                problems.append(f"{name}: measured runs without a summary")
+        done.append(f"{len(b.prompts)} prompt(s)")
+        depths = set(bench.prefill.depths) if bench is not None and bench.prefill else set()
+        for pf in b.prefill:
+            if pf.depth not in depths:
+                problems.append(f"prefill {pf.depth}: not a depth of the recipe")
+            if pf.status == "measured":
+                fresh_pf = summarize_prefill(pf.depth, b.records)
+                problems += differences(dump(pf), dump(fresh_pf), f"prefill {pf.depth}")
+            elif any(x is not None for x in (pf.prompt_tokens, pf.ttft_ms, pf.prefill_tps)):
+                problems.append(f"prefill {pf.depth}: {pf.status}, yet it carries statistics")
+        if b.prefill:
+            done.append(f"{len(b.prefill)} prefill depth(s)")
+        windows = [s.spec_decode for s in b.prompts if s.spec_decode is not None]
+        problems += differences(
+            dump(b.spec_decode), dump(add_spec(windows)), "spec_decode (the prompts' windows)"
+        )
+        if windows:
+            done.append("spec decode")
+    sampling = report.gpu_sampling
+    if sampling is not None:
+        again_s = build_sampling(
+            started_at=sampling.started_at,
+            interval_s=sampling.interval_s,
+            duration_s=sampling.duration_s,
+            unavailable=sampling.unavailable,
+            gpus=sampling.gpus,
+            marks=sampling.marks,
+            samples=sampling.samples,
+        )
+        problems += differences(dump(sampling), dump(again_s), "gpu_sampling")
+        done.append(f"GPU sampling summaries ({len(sampling.samples)} readings)")
+    energy = energy_of(sampling, b)
+    problems += differences(report.energy_per_token_j, energy, "energy_per_token_j")
+    if energy is not None:
+        done.append("energy per token")
+    records = len(b.records) if b is not None else 0
+    return check_item(
+        "summaries",
+        problems,
+        f"{', '.join(done) or 'nothing to recompute'}: recomputed from {records} raw records",
+        "stored figures differ from those recomputed from the raw records",
+    )
+
+
+def _bench_of(report: Report) -> Any:
+    """The embedded recipe's Bench section; None when it has no valid one."""
+    from kit.recipe import Bench
+
+    try:
+        return Bench.model_validate(report.recipe.get("bench", {}))
+    except ValidationError:
+        return None
+
+
+def records_item(report: Report) -> CheckItem:
+    from kit.bench import request_body
+
+    problems: list[str] = []
+    b = report.bench
+    if report.status == "complete":
+        if b is None or not b.complete:
+            problems.append("status is complete, but the bench did not complete")
+        if report.incomplete_reason is not None:
+            problems.append("status is complete, yet incomplete_reason is set")
+    elif not report.incomplete_reason:
+        problems.append("status is incomplete without a reason")
+    if b is None:
+        return check_item(
+            "records", problems, "no bench ran: no records", "the run status is wrong"
+        )
+    bench = _bench_of(report)
+    if bench is None:
+        problems.append("the embedded recipe has no valid bench section to check records against")
+    limits = _record_limits(bench)
+    for i, r in enumerate(b.records):
+        expected = limits.get((r.prompt, r.phase))
+        where = f"record {i} ({r.prompt} {r.phase} #{r.index})"
+        if bench is not None and expected is None:
+            problems.append(f"{where}: not a prompt and phase of the recipe")
+        max_tokens = expected[0] if expected else None
+        fraction = bench.usable_fraction if bench is not None else None
+        problems += [f"{where}: {p}" for p in _record_problems(r, max_tokens, fraction)]
+    problems += _order_problems(b)
+    problems += _count_problems(b, limits)
+    if bench is not None:
+        body = request_body(bench, b.served_model, "", 0)
+        template = {k: v for k, v in body.items() if k not in {"messages", "max_tokens"}}
+        problems += differences(b.request_template, template, "request_template")
+    return check_item(
+        "records",
+        problems,
+        f"{len(b.records)} records consistent: rates, TTFT within wall, usable flags, "
+        "chunk times, token counts, start times in order, counts per prompt",
+        "raw records are inconsistent",
+    )
+
+
+def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int, int]]:
+    """(prompt, phase) -> (max_tokens, how many requests) from the recipe's bench section."""
+    if bench is None:
+        return {}
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for p in bench.prompts:
+        out[(p.name, "warmup")] = (p.max_tokens, bench.warmups)
+        out[(p.name, "measured")] = (p.max_tokens, bench.runs)
+    if bench.prefill is not None:
+        for depth in bench.prefill.depths:
+            name = f"prefill-{depth}"
+            out[(name, "prefill_warmup")] = (bench.prefill.max_tokens, bench.prefill.warmups)
+            out[(name, "prefill")] = (bench.prefill.max_tokens, bench.prefill.runs)
+    return out
+
+
+def _record_problems(r: Any, max_tokens: int | None, fraction: float | None) -> list[str]:
+    from kit.metrics import decode_tps, is_usable, wall_tps
+
+    out: list[str] = []
+    if max_tokens is not None and r.max_tokens != max_tokens:
+        out.append(f"max_tokens {r.max_tokens}, the recipe says {max_tokens}")
+    ttft, wall, tokens = r.ttft_s, r.wall_s, r.completion_tokens
+    if ttft is not None and ttft <= 0:
+        out.append(f"ttft_s {ttft} is not positive")
+    if wall is not None and wall <= 0:
+        out.append(f"wall_s {wall} is not positive")
+    if ttft is not None and wall is not None and ttft > wall:
+        out.append(f"ttft_s {ttft} is after wall_s {wall}")
+    if tokens is not None and not 0 <= tokens <= r.max_tokens:
+        out.append(f"completion_tokens {tokens} outside 0..max_tokens {r.max_tokens}")
+    if tokens and wall and ttft:
+        out += _rate_problems("decode_tps", r.decode_tps, decode_tps(tokens, wall, ttft))
+    elif r.decode_tps is not None:
+        out.append("decode_tps without tokens, TTFT and wall time to compute it from")
+    if tokens and wall:
+        out += _rate_problems("wall_tps", r.wall_tps, wall_tps(tokens, wall))
+    elif r.wall_tps is not None:
+        out.append("wall_tps without tokens and wall time to compute it from")
+    if fraction is not None:
+        usable = r.error is None and is_usable(tokens, r.max_tokens, fraction)
+        if r.usable != usable:
+            out.append(
+                f"usable is {r.usable}, the rule (no error, at least {fraction:g} of max_tokens) "
+                f"says {usable}"
+            )
+    elif r.usable and r.error is not None:
+        out.append("usable despite an error")
+    times = r.text_chunk_times_s
+    if any(later < earlier for earlier, later in itertools.pairwise(times)):
+        out.append("text_chunk_times_s go backwards")
+    if times and ttft is not None and not math.isclose(times[0], ttft, abs_tol=1e-9):
+        out.append(f"the first text chunk ({times[0]}) is not at ttft_s ({ttft})")
+    if times and ttft is None:
+        out.append("text chunks arrived, yet ttft_s is missing")
+    if times and wall is not None and times[-1] > wall:
+        out.append(f"a text chunk at {times[-1]} s is after the end of the stream ({wall} s)")
+    if r.chunks < len(times):
+        out.append(f"{len(times)} text chunk times but only {r.chunks} chunks")
+    return out
+
+
+def _rate_problems(name: str, stored: float | None, fresh: float | None) -> list[str]:
+    if stored is None and fresh is None:
+        return []
+    if stored is None or fresh is None or not math.isclose(stored, fresh, rel_tol=REL_TOL):
+        return [f"{name} {stored!r}, recomputed {fresh!r}"]
+    return []
+
+
+def _parse_time(value: str) -> dt.datetime | None:
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _order_problems(b: Any) -> list[str]:
+    out: list[str] = []
+    start, end = _parse_time(b.started_at), _parse_time(b.finished_at)
+    for name, value, parsed in (
+        ("started_at", b.started_at, start),
+        ("finished_at", b.finished_at, end),
+    ):
+        if parsed is None:
+            out.append(f"bench {name} {cut(repr(value))} is not an ISO 8601 time with a zone")
+    previous = start
+    for i, r in enumerate(b.records):
+        t = _parse_time(r.started_at)
+        if t is None:
+            out.append(f"record {i}: started_at {cut(repr(r.started_at))} is not an ISO 8601 time")
+            continue
+        if previous is not None and t < previous:
+            out.append(f"record {i}: started_at {r.started_at} is before the one before it")
+        previous = t
+    if previous is not None and end is not None and previous > end:
+        out.append(f"the last record started after the bench finished ({b.finished_at})")
+    return out
+
+
+def _count_problems(b: Any, limits: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
+    out: list[str] = []
+    groups: dict[tuple[str, str], list[int]] = {}
+    for r in b.records:
+        groups.setdefault((r.prompt, r.phase), []).append(r.index)
+    for key, indexes in groups.items():
+        if indexes != list(range(len(indexes))):
+            out.append(f"{key[0]} {key[1]}: indexes {cut(str(indexes))} are not 0, 1, 2, ...")
+        if key in limits and len(indexes) > limits[key][1]:
+            out.append(
+                f"{key[0]} {key[1]}: {len(indexes)} requests, the recipe plans {limits[key][1]}"
+            )
+    if b.complete:
+        measured_prefill = {f"prefill-{pf.depth}" for pf in b.prefill if pf.status == "measured"}
+        for (prompt, phase), (_, planned) in limits.items():
+            if phase.startswith("prefill") and prompt not in measured_prefill:
+                continue
+            got = len(groups.get((prompt, phase), []))
+            if got != planned:
+                out.append(f"{prompt} {phase}: {got} requests in a complete run, planned {planned}")
+    return out

@@ -1,0 +1,57 @@
+"""Signing: canonical JSON, DSSE envelopes and Ed25519 keys.
+
+A report file is one DSSE envelope holding the report's RFC 8785 bytes; see
+:mod:`kit.signing.envelope`. Reading a *report* (envelope, signature, payload, schema) is
+:mod:`kit.report.files`; this package knows envelopes and keys, not reports.
+"""
+
+from kit.signing.canonical import MAX_DEPTH, MAX_SAFE_INT, canonical_bytes, parse_json
+from kit.signing.envelope import (
+    MAX_BYTES,
+    REPORT_MEDIA_TYPE,
+    Envelope,
+    Signature,
+    SignatureCheck,
+    load_payload,
+    open_envelope,
+    open_envelope_file,
+    pae,
+    read_payload,
+    sign_report,
+    unsigned_report,
+    verify_envelope,
+)
+from kit.signing.keys import (
+    KeyPair,
+    fingerprint,
+    generate_keypair,
+    load_private_key,
+    load_public_key,
+    signing_key,
+)
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_SAFE_INT",
+    "REPORT_MEDIA_TYPE",
+    "Envelope",
+    "KeyPair",
+    "Signature",
+    "SignatureCheck",
+    "canonical_bytes",
+    "fingerprint",
+    "generate_keypair",
+    "load_payload",
+    "load_private_key",
+    "load_public_key",
+    "open_envelope",
+    "open_envelope_file",
+    "pae",
+    "parse_json",
+    "read_payload",
+    "sign_report",
+    "signing_key",
+    "unsigned_report",
+    "verify_envelope",
+]

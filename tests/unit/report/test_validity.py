@@ -1,0 +1,165 @@
+"""The validity verdict: reasons in order, and what the host was doing when a figure is noisy
+(report.host_load).
+
+The reports are the committed cpu-tiny fixture (tests/fixtures/reports/README.md), given a
+host_load, a noisy decode figure or another status where a test needs one, and validated back
+into a Report the way ``kit report verify`` reads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kit.metrics import spec_decode_from_counts
+from kit.probe import HostLoad, ProcessCpu
+from kit.report import Report
+from kit.report.files import read_report
+from kit.report.validity import verdict
+
+
+@pytest.fixture
+def base(repo_root: Path) -> Report:
+    return read_report(repo_root / "tests" / "fixtures" / "reports" / "cpu-tiny-a.json")[0]
+
+
+NOT_QUIET = (
+    "host not quiet: other processes used 35 % of the CPU "
+    "(2 cores, 12.0 s measured; top: cc1 30.2 s, python3 4.1 s)"
+)
+
+
+def host_load(**values: Any) -> HostLoad:
+    base: dict[str, Any] = {
+        "window_s": 12.0,
+        "windows": 2,
+        "samples": 26,
+        "cores": 2,
+        "busy_pct": 90.0,
+        "steal_pct": 0.4,
+        "own_cpu_pct": 55.0,
+        "other_cpu_pct": 2.0,
+        "loadavg_start": 1.1,
+        "loadavg_end": 1.9,
+        "top_other": [],
+        "foreign_gpu_processes": None,
+        "foreign_gpu_unavailable": "NVML not available",
+        "error": None,
+    }
+    return HostLoad.model_validate({**base, **values})
+
+
+NOISY = host_load(
+    other_cpu_pct=35.0,
+    top_other=[ProcessCpu(comm="cc1", cpu_s=30.2), ProcessCpu(comm="python3", cpu_s=4.1)],
+)
+
+
+def report(base: Report, load: HostLoad | None, narrative_cv: float | None = None) -> Report:
+    out = base.model_copy(update={"host_load": load}).model_dump(mode="json")
+    if narrative_cv is not None:
+        [narrative] = [p for p in out["bench"]["prompts"] if p["prompt"] == "narrative"]
+        narrative["decode_tps"]["cv_pct"] = narrative_cv
+    return Report.model_validate(out)
+
+
+def messages(data: Report) -> list[tuple[str, str, str]]:
+    return [(f.code, f.severity, f.message) for f in verdict(data).reasons]
+
+
+def test_the_fixture_is_quiet_and_steady(base: Report) -> None:
+    data = report(base, None)
+    assert data.host_load is None
+    assert data.bench is not None
+    assert all(p.decode_tps and (p.decode_tps.cv_pct or 0) <= 5 for p in data.bench.prompts)
+    v = verdict(data)
+    assert v.valid
+    assert [f.code for f in v.reasons] == ["not-canonical"]
+
+
+def test_a_noisy_decode_figure_names_the_busy_host(base: Report) -> None:
+    v = verdict(report(base, NOISY, narrative_cv=7.5))
+    assert not v.valid
+    assert [(f.code, f.severity) for f in v.reasons] == [
+        ("decode-cv-high", "error"),
+        ("host-not-quiet", "warning"),
+        ("not-canonical", "warning"),
+    ]
+    assert v.reasons[0].message == f"narrative: decode TPS CV 7.5% is above 5%; {NOT_QUIET}"
+    assert v.reasons[1].message == NOT_QUIET
+
+
+def test_without_host_load_the_messages_are_unchanged(base: Report) -> None:
+    plain = messages(report(base, None, narrative_cv=7.5))
+    assert [code for code, _, _ in plain] == ["decode-cv-high", "not-canonical"]
+    assert plain[0][2] == "narrative: decode TPS CV 7.5% is above 5%"
+
+
+def test_a_quiet_host_adds_nothing(base: Report) -> None:
+    quiet = host_load(other_cpu_pct=2.0)
+    assert messages(report(base, quiet, narrative_cv=7.5)) == messages(report(base, None, narrative_cv=7.5))
+    assert messages(report(base, quiet)) == messages(report(base, None))
+
+
+def test_a_busy_host_with_steady_figures_is_only_a_warning(base: Report) -> None:
+    v = verdict(report(base, NOISY))
+    assert v.valid
+    assert [f.code for f in v.reasons] == ["host-not-quiet", "not-canonical"]
+    assert v.reasons[0].message == NOT_QUIET
+
+
+def test_every_cause_seen_is_named_in_code_order(base: Report) -> None:
+    load = host_load(other_cpu_pct=35.0, top_other=NOISY.top_other, steal_pct=7.6)
+    v = verdict(report(base, load, narrative_cv=7.5))
+    steal = (
+        "CPU steal: the hypervisor gave 8 % of this VM's CPU time to other guests while measuring"
+    )
+    assert [f.code for f in v.reasons] == [
+        "decode-cv-high",
+        "cpu-steal",
+        "host-not-quiet",
+        "not-canonical",
+    ]
+    assert v.reasons[0].message == (
+        f"narrative: decode TPS CV 7.5% is above 5%; {steal}; {NOT_QUIET}"
+    )
+
+
+def _report(base: Report, **over: object) -> Report:
+    """The fixture as a complete, canonical DFlash run of one steady prompt, then ``over``."""
+    data = base.model_dump(mode="json")
+    data.update(status="complete", incomplete_reason=None, canonical=True, non_canonical=[])
+    data["recipe"]["speculative"] = {"method": "dflash"}
+    [narrative] = [p for p in data["bench"]["prompts"] if p["prompt"] == "narrative"]
+    narrative.update(measured=5, usable=5)
+    narrative["decode_tps"]["cv_pct"] = 3.0
+    data["bench"].update(records=[], prompts=[narrative])
+    data["bench"]["spec_decode"] = spec_decode_from_counts(10, 20, 10, [6, 4]).model_dump()
+    data.update(over)
+    return Report.model_validate(data)
+
+
+def test_verdict_valid_and_reasons_ordered(base: Report) -> None:
+    assert verdict(_report(base)).valid
+    bad = _report(
+        base,
+        status="incomplete",
+        incomplete_reason="server died",
+        canonical=False,
+        non_canonical=["ignore_eos"],
+    ).model_dump(mode="json")
+    bad["bench"]["prompts"][0].update(usable=3)
+    bad["bench"]["prompts"][0]["decode_tps"]["cv_pct"] = 7.5
+    bad["bench"]["spec_decode"] = None
+    v = verdict(Report.model_validate(bad))
+    assert not v.valid
+    assert [f.code for f in v.reasons] == [
+        "incomplete",
+        "runs-ended-early",
+        "decode-cv-high",
+        "acceptance-missing",
+        "not-canonical",
+    ]
+    assert v.reasons[2].message == "narrative: decode TPS CV 7.5% is above 5%"
