@@ -2,6 +2,7 @@
 
 - :mod:`kit.compose.env`: the env file compose.yaml reads, rendered from a recipe
   (``kit compose env``); every recipe-dependent value comes from it.
+- :mod:`kit.compose.project`: the compose binary and the project kit drives through it.
 - :mod:`kit.compose.stack`: :class:`ComposeRuntime` (the :class:`kit.serve.Runtime` seam with
   a ``server`` container) and :func:`reproduce` (``prepare`` -> ``server`` healthy ->
   ``bench``, always ``down``).
@@ -16,14 +17,8 @@ from kit.compose.env import (
     signing_key_file,
     write_env,
 )
-from kit.compose.stack import (
-    ComposeProject,
-    ComposeRuntime,
-    ContainerServer,
-    compose_command,
-    reproduce,
-    require_gpus,
-)
+from kit.compose.project import ComposeProject, compose_command
+from kit.compose.stack import ComposeRuntime, ContainerServer, reproduce, require_gpus
 
 __all__ = [
     "ComposeProject",
