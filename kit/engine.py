@@ -208,28 +208,9 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
     return env
 
 
-def series_search_roots() -> list[Path]:
-    """Where ``patches/<series>`` is looked up: $KIT_PATCHES_DIR, the working directory, the
-    source checkout kit runs from."""
-    roots = []
-    env = os.environ.get("KIT_PATCHES_DIR")
-    if env:
-        roots.append(Path(env).expanduser().resolve().parent)
-    roots += [Path.cwd(), Path(__file__).resolve().parent.parent]
-    return roots
-
-
 def load_series(name: str) -> PatchSeries:
-    env = os.environ.get("KIT_PATCHES_DIR")
-    if env and (Path(env) / name).is_dir():
-        return patches_mod.load_series(Path(env) / name)
-    for root in series_search_roots():
-        if (root / "patches" / name).is_dir():
-            return patches_mod.load_series(root / "patches" / name)
-    raise BadInputError(
-        f"server.patches: series {name!r} not found under patches/",
-        hint="set KIT_PATCHES_DIR to the folder holding the series, or fix the recipe",
-    )
+    """The series a recipe names, found by :func:`kit.patches.find_series`."""
+    return patches_mod.load_series(patches_mod.find_series(name))
 
 
 def verify_patches(env: EngineEnv, series_name: str | None) -> EngineEnv:

