@@ -14,7 +14,7 @@ import secrets
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from kit import __version__
 from kit.bench import BenchResult
@@ -23,6 +23,7 @@ from kit.errors import KitError
 from kit.paths import display_path
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
 from kit.recipe import LoadedRecipe
+from kit.recipe.protocol import departures
 from kit.report.schema import Report, ServerInfo
 from kit.report.validity import Validity, verdict
 from kit.roofline import Roofline
@@ -52,34 +53,10 @@ def base_versions() -> dict[str, str]:
     }
 
 
-def non_canonical_reasons(recipe: dict[str, Any]) -> list[str]:
-    """How a recipe's protocol departs from the reference protocol (empty: canonical)."""
-    from kit.recipe import REFERENCE_PROMPTS, Bench, Sampling
-
-    bench = Bench.model_validate(recipe.get("bench", {}))
-    out = []
-    if bench.ignore_eos:
-        out.append("ignore_eos: runs generate to max_tokens whatever the model says")
-    if bench.warmups != 3 or bench.runs != 5:
-        out.append(f"{bench.warmups} warm-ups + {bench.runs} runs (reference: 3 + 5)")
-    ref = {p.name: p for p in REFERENCE_PROMPTS}
-    for p in bench.prompts:
-        r = ref.get(p.name)
-        if r is None or r.text != p.text:
-            out.append(f"prompt {p.name!r} differs from the reference prompts")
-        elif r.max_tokens != p.max_tokens:
-            out.append(f"prompt {p.name!r}: max_tokens {p.max_tokens} (reference {r.max_tokens})")
-    if {p.name for p in bench.prompts} != set(ref):
-        out.append("prompt set differs from the reference (narrative, code)")
-    if bench.sampling != Sampling():
-        out.append("sampling differs from the reference (0.6 / 0.95 / 20 / 0.0)")
-    return out
-
-
 def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
     recipe = loaded.recipe
     data = recipe.to_json_dict()
-    reasons = non_canonical_reasons(data)
+    reasons = departures(recipe.bench)
     notes = []
     if recipe.bench.ignore_eos:
         notes.append("ignore_eos was set: figures are not comparable with canonical runs")

@@ -12,7 +12,7 @@ from kit import engine
 from kit.errors import EnvironmentProblem
 from kit.paths import display_path
 from kit.recipe import Engine, load_recipe
-from kit.report.assemble import non_canonical_reasons
+from kit.recipe.protocol import non_canonical_reasons
 from kit.serve import check_port, free_port, server_args, speculative_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import hashlib
 import re
 from typing import Any
 
-from kit.report.assemble import non_canonical_reasons
+from kit.recipe.protocol import non_canonical_reasons
 from kit.report.files import cut
 from kit.report.verify.checklist import CheckItem, check_item
 from kit.signing import canonical_bytes

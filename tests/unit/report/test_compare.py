@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from kit.report.comparability import Difference, comparability
-from kit.report.compare import compare_reports, noise_band
-from kit.report.reference import compare_with_reference
 from kit.enginelog import parse_engine_log
 from kit.errors import BadInputError, VerificationFailed
 from kit.metrics import Stats
 from kit.recipe import load_recipe
 from kit.report import Report
+from kit.report.comparability import Difference, comparability
+from kit.report.compare import compare_reports, noise_band
 from kit.report.files import read_report
+from kit.report.reference import compare_with_reference
 
 ROOT = Path(__file__).resolve().parents[3]
 REPORTS = ROOT / "tests" / "fixtures" / "reports"

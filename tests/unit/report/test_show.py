@@ -14,9 +14,9 @@ from kit.enginelog import parse_engine_log
 from kit.probe import HostProbe, Unavailable, host_probe_from_dump
 from kit.report import Report
 from kit.report.describe import rig
+from kit.report.files import read_report
 from kit.report.show import MARKDOWN_COLUMNS, markdown_header, markdown_row, show_table
 from kit.signing import load_public_key
-from kit.report.files import read_report
 
 ROOT = Path(__file__).resolve().parents[3]
 REPORTS = ROOT / "tests" / "fixtures" / "reports"

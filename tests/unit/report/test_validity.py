@@ -99,7 +99,9 @@ def test_without_host_load_the_messages_are_unchanged(base: Report) -> None:
 
 def test_a_quiet_host_adds_nothing(base: Report) -> None:
     quiet = host_load(other_cpu_pct=2.0)
-    assert messages(report(base, quiet, narrative_cv=7.5)) == messages(report(base, None, narrative_cv=7.5))
+    assert messages(report(base, quiet, narrative_cv=7.5)) == messages(
+        report(base, None, narrative_cv=7.5)
+    )
     assert messages(report(base, quiet)) == messages(report(base, None))
 
 

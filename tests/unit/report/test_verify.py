@@ -1,8 +1,9 @@
-"""kit.report.verify: every checklist item on real report files, signed with real keys, then tampered.
+"""kit.report.verify: every checklist item on real report files, signed with real keys, then
+tampered.
 
 The report files come from ``build_report`` below: a run of recipes/cpu-tiny.yaml put together
-with kit's own stage code (``kit.report.assemble.new_report`` / ``finish_report``, the bench's summary
-functions, the host probe parsed from the dump recorded on two H200s) and plausible timings.
+with kit's own stage code (``kit.report.assemble.new_report`` / ``finish_report``, the bench's
+summary functions, the host probe parsed from the dump recorded on two H200s) and plausible timings.
 ``tests/fixtures/reports/`` holds its output for the compare/show tests and for trying the CLI;
 after a change to the report models or the recipe, rewrite them with
 
@@ -34,18 +35,17 @@ from kit.bench import (
     summarize_prefill,
     summarize_prompt,
 )
+from kit.build import Built
 from kit.errors import BadInputError, VerificationFailed
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
 from kit.model import FileHash, ModelManifest, identity_of
 from kit.patches import PatchManifest
-from kit.build import Built
-from kit.report.assemble import Evidence, finish_report, new_report
 from kit.probe import GpuSampling, HostProbe, build_sampling, host_probe_from_dump
 from kit.quantize import QuantManifest
 from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe, recipe_sha256
 from kit.report import Report, ServerInfo
-from kit.report.files import encode_report
-from kit.report.files import read_report
+from kit.report.assemble import Evidence, finish_report, new_report
+from kit.report.files import encode_report, read_report
 from kit.report.verify import Checklist, verify_report
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -863,7 +863,9 @@ def test_huge_and_deep_files_are_refused(tmp_path: Path) -> None:
         f.truncate(signing.MAX_BYTES + 1)
     with pytest.raises(BadInputError) as info:
         verify_report(huge)
-    assert info.value.message == f"{huge}: the report file is over the {signing.MAX_BYTES}-byte limit"
+    assert (
+        info.value.message == f"{huge}: the report file is over the {signing.MAX_BYTES}-byte limit"
+    )
 
 
 def test_swapped_payload_type_is_bad_input(unsigned: bytes) -> None:

@@ -32,9 +32,10 @@ for name in {blocked!r}:
 from kit.report.verify import verify_report
 from kit.signing import load_public_key
 reports = sys.argv[1]
-checklist = verify_report(reports + "/cpu-tiny-a.signed.json", load_public_key(reports + "/signer.pub"))
-print(json.dumps({{"ok": checklist.ok, "failed": checklist.failed,
-                  "modules": sorted(m for m in sys.modules if m == "kit" or m.startswith("kit."))}}))
+key = load_public_key(reports + "/signer.pub")
+checklist = verify_report(reports + "/cpu-tiny-a.signed.json", key)
+ours = sorted(m for m in sys.modules if m == "kit" or m.startswith("kit."))
+print(json.dumps({{"ok": checklist.ok, "failed": checklist.failed, "modules": ours}}))
 """
 
 

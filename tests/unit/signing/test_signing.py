@@ -108,7 +108,10 @@ def test_round_trip(tmp_path: Path) -> None:
     assert pair.fingerprint.startswith("sha256:") and len(pair.fingerprint) == 7 + 64
     assert int(pair.fingerprint[7:], 16) >= 0 and pair.fingerprint == pair.fingerprint.lower()
 
-    private, public = signing.load_private_key(pair.private_key), signing.load_public_key(pair.public_key)
+    private, public = (
+        signing.load_private_key(pair.private_key),
+        signing.load_public_key(pair.public_key),
+    )
     assert signing.fingerprint(public) == pair.fingerprint
     data = signing.sign_report(REPORT, private)
     env = signing.open_envelope(data)
@@ -328,7 +331,9 @@ def test_wrong_key(signed: bytes) -> None:
     other = Ed25519PrivateKey.generate().public_key()
     check = signing.verify_envelope(signing.open_envelope(signed), other)
     assert (check.signed, check.key_matches, check.valid) == (True, False, False)
-    assert check.reason.startswith("signed by sha256:") and signing.fingerprint(other) in check.reason
+    assert (
+        check.reason.startswith("signed by sha256:") and signing.fingerprint(other) in check.reason
+    )
     with pytest.raises(VerificationFailed, match="not by the given key"):
         signing.read_payload(signed, other)
 
@@ -510,7 +515,9 @@ def test_brackets_inside_strings_do_not_count() -> None:
 
 
 def test_deep_payload_is_refused_before_parsing() -> None:
-    env = signing.open_envelope(unsigned_envelope(b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"))
+    env = signing.open_envelope(
+        unsigned_envelope(b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    )
     with pytest.raises(BadInputError, match="the report payload is nested deeper than 64"):
         signing.load_payload(env)
     ok = signing.open_envelope(unsigned_envelope(b'{"a":[[1]]}'))

@@ -1,222 +1,43 @@
-"""Model stage: fetch a pinned model from the hub, take a local directory, or synthesise one.
+"""Synthetic models: a random-initialised Qwen3 target with a tokenizer trained locally on
+pseudo-English text, and a DFlash draft that matches it. Both need no hub and are cached under
+``$KIT_HOME/models`` by their spec.
 
-Every model ends as a directory plus a :class:`ModelManifest` recording where it came from,
-the resolved revision and the sha256 of every file. The manifest's ``identity`` (a hash over
-the file hashes) keys the quantization cache.
+The text comes from the fixed word list in ``words.txt``, read in file order: the list, its
+order and the generator below make the bytes of a synthetic model. Change any of them and bump
+:data:`SYNTH_VERSION`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import random
+import shutil
 import time
+from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from kit.errors import BadInputError, EnvironmentProblem
+from kit.errors import BadInputError
+from kit.model.manifest import (
+    ModelManifest,
+    architecture,
+    hash_tree,
+    identity_of,
+    model_dir,
+    read_manifest,
+    write_manifest,
+)
 from kit.paths import display_path, kit_home
-from kit.recipe import HubModel, LoadedRecipe, LocalModel, SyntheticDraft, SyntheticModel
+from kit.recipe import SyntheticDraft, SyntheticModel
 
 log = logging.getLogger(__name__)
 
 SYNTH_VERSION = "4"  # bump when the generator's output changes for the same spec
-MANIFEST = "kit-model-manifest.json"
-
-
-class FileHash(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    path: str = Field(description="Path relative to the model directory.")
-    size: int = Field(description="Size in bytes.")
-    sha256: str = Field(description="sha256 of the file.")
-
-
-class ModelManifest(BaseModel):
-    """What the model stage produced."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    role: Literal["target", "draft"] = Field(description="Target model or speculative draft.")
-    source: Literal["hub", "local", "synthetic"] = Field(description="Where it came from.")
-    repo_id: str | None = Field(None, description="Hub repository id.")
-    revision: str | None = Field(None, description="Revision asked for.")
-    resolved_revision: str | None = Field(None, description="Commit sha the hub resolved.")
-    spec: dict[str, Any] | None = Field(None, description="Synthetic spec (shape, seed).")
-    architecture: str | None = Field(None, description="config.json architectures[0].")
-    parameters: int | None = Field(None, description="Parameter count, when known.")
-    files: list[FileHash] = Field(description="Every file with its sha256.")
-    identity: str = Field(description="sha256 over the file hashes: the model's content id.")
-    directory: str = Field(description="Where it lies, relative to KIT_HOME when inside it.")
-    duration_s: float = Field(description="Time the stage took (0 on a cache hit).")
-    cached: bool = Field(description="Whether this run reused an earlier result.")
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def hash_tree(root: Path, skip: tuple[str, ...] = (MANIFEST,)) -> list[FileHash]:
-    files = []
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and p.name not in skip and ".cache" not in p.relative_to(root).parts:
-            files.append(
-                FileHash(
-                    path=str(p.relative_to(root)), size=p.stat().st_size, sha256=sha256_file(p)
-                )
-            )
-    return files
-
-
-def identity_of(files: list[FileHash]) -> str:
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f"{f.path}\0{f.sha256}\n".encode())
-    return h.hexdigest()
-
-
-def _spec_key(spec: dict[str, Any]) -> str:
-    blob = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _read_manifest(directory: Path) -> ModelManifest | None:
-    path = directory / MANIFEST
-    if not path.exists():
-        return None
-    try:
-        return ModelManifest.model_validate_json(path.read_text())
-    except ValueError:
-        log.warning("ignoring unreadable manifest %s", path)
-        return None
-
-
-def _write_manifest(directory: Path, manifest: ModelManifest) -> None:
-    tmp = directory / (MANIFEST + ".tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2))
-    os.replace(tmp, directory / MANIFEST)
-
-
-def _architecture(directory: Path) -> str | None:
-    try:
-        cfg = json.loads((directory / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    arch = cfg.get("architectures") or [None]
-    return str(arch[0]) if arch[0] else None
-
-
-# ---------------------------------------------------------------------------------------------
-# synthetic text, tokenizer and models
-
-_WORDS = [
-    "the",
-    "model",
-    "attention",
-    "token",
-    "layer",
-    "weight",
-    "query",
-    "key",
-    "value",
-    "head",
-    "matrix",
-    "vector",
-    "softmax",
-    "score",
-    "sequence",
-    "position",
-    "embedding",
-    "transformer",
-    "decoder",
-    "encoder",
-    "context",
-    "window",
-    "cache",
-    "memory",
-    "bandwidth",
-    "throughput",
-    "latency",
-    "prefill",
-    "decode",
-    "sample",
-    "temperature",
-    "probability",
-    "distribution",
-    "python",
-    "function",
-    "return",
-    "list",
-    "pivot",
-    "partition",
-    "sort",
-    "quicksort",
-    "recursion",
-    "array",
-    "index",
-    "element",
-    "compare",
-    "swap",
-    "left",
-    "right",
-    "middle",
-    "base",
-    "case",
-    "comment",
-    "step",
-    "explain",
-    "write",
-    "detailed",
-    "essay",
-    "word",
-    "implementation",
-    "each",
-    "with",
-    "of",
-    "and",
-    "to",
-    "in",
-    "for",
-    "is",
-    "that",
-    "this",
-    "by",
-    "on",
-    "as",
-    "are",
-    "it",
-    "be",
-    "from",
-    "at",
-    "an",
-    "or",
-    "which",
-    "can",
-    "each",
-    "when",
-    "into",
-    "more",
-    "most",
-    "than",
-    "other",
-    "all",
-    "any",
-    "many",
-    "some",
-    "such",
-    "only",
-    "also",
-    "then",
-    "so",
-]
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -227,13 +48,21 @@ CHAT_TEMPLATE = (
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>"]
 
 
+@functools.cache
+def _words() -> tuple[str, ...]:
+    """The word list, one word a line, in file order (repeats kept: they weigh the choice)."""
+    text = resources.files("kit.model").joinpath("words.txt").read_text(encoding="utf-8")
+    return tuple(text.split())
+
+
 def generated_texts(count: int, seed: int, min_words: int = 24, max_words: int = 64) -> list[str]:
     """Deterministic pseudo-English texts from a fixed word list (tokenizer corpus, calibration)."""
+    words_list = _words()
     rng = random.Random(seed)
     out = []
     for _ in range(count):
         n = rng.randint(min_words, max_words)
-        words = [rng.choice(_WORDS) for _ in range(n)]
+        words = [rng.choice(words_list) for _ in range(n)]
         words[0] = words[0].capitalize()
         out.append(" ".join(words) + ".")
     return out
@@ -416,23 +245,29 @@ def _token_id(model_dir: Path, token: str, tok_cfg: dict[str, Any]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# the stage
+# the cache
+
+
+def _spec_key(spec: dict[str, Any]) -> str:
+    blob = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _build_cached(
-    kind: str, spec: dict[str, Any], role: Literal["target", "draft"], build: Any
+    kind: str,
+    spec: dict[str, Any],
+    role: Literal["target", "draft"],
+    build: Callable[[Path], int],
 ) -> ModelManifest:
     """Run ``build(tmpdir) -> params`` once per spec; later calls reuse the directory."""
     key = _spec_key(spec)
     final = kit_home() / "models" / f"{kind}-{key}"
-    cached = _read_manifest(final)
+    cached = read_manifest(final)
     if cached is not None:
         log.info("model: cache hit for %s %s (%s), no work done", role, kind, display_path(final))
         return cached.model_copy(update={"cached": True, "duration_s": 0.0})
     tmp = final.with_name(final.name + f".partial-{os.getpid()}")
     if tmp.exists():
-        import shutil
-
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     t0 = time.monotonic()
@@ -442,7 +277,7 @@ def _build_cached(
         role=role,
         source="synthetic",
         spec=spec,
-        architecture=_architecture(tmp),
+        architecture=architecture(tmp),
         parameters=params,
         files=files,
         identity=identity_of(files),
@@ -450,10 +285,8 @@ def _build_cached(
         duration_s=round(time.monotonic() - t0, 3),
         cached=False,
     )
-    _write_manifest(tmp, manifest)
+    write_manifest(tmp, manifest)
     if final.exists():
-        import shutil
-
         shutil.rmtree(final)
     os.replace(tmp, final)
     return manifest
@@ -472,113 +305,3 @@ def synthesise_draft(target: SyntheticModel, draft: SyntheticDraft) -> tuple[Pat
         "dflash-draft", data, "draft", lambda d: _synthesise_draft(target, draft, tdir, d)
     )
     return model_dir(manifest), manifest
-
-
-def model_dir(manifest: ModelManifest) -> Path:
-    d = manifest.directory
-    if d.startswith("$KIT_HOME/"):
-        return kit_home() / d[len("$KIT_HOME/") :]
-    if d.startswith("~/"):
-        return Path.home() / d[2:]
-    return Path(d)
-
-
-def download(spec: HubModel, role: Literal["target", "draft"]) -> tuple[Path, ModelManifest]:
-    """Download a pinned revision with huggingface_hub (token only from the environment)."""
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-    except ImportError as exc:
-        raise EnvironmentProblem(
-            "huggingface_hub is not installed", hint="pip install 'kit[build]'"
-        ) from exc
-    if spec.revision is None:
-        raise BadInputError(
-            f"{role} {spec.repo_id}: revision is not pinned",
-            hint="pin the commit you reproduce: --set model.revision=<40-hex sha> (or "
-            "speculative.draft.revision for the draft)",
-        )
-    cache = kit_home() / "hub"
-    t0 = time.monotonic()
-    log.info("model: downloading %s@%s", spec.repo_id, spec.revision)
-    try:
-        path = Path(
-            snapshot_download(
-                repo_id=spec.repo_id,
-                revision=spec.revision,
-                allow_patterns=spec.allow_patterns,
-                cache_dir=str(cache),
-            )
-        )
-    except LocalEntryNotFoundError as exc:
-        raise EnvironmentProblem(
-            f"{spec.repo_id}@{spec.revision}: not in the local cache and the hub is unreachable",
-            hint="check the network, or unset HF_HUB_OFFLINE; set HF_TOKEN for gated models",
-        ) from exc
-    except HfHubHTTPError as exc:
-        raise EnvironmentProblem(
-            f"{spec.repo_id}@{spec.revision}: download failed: {exc}",
-            hint="check repo_id and revision; set HF_TOKEN in the environment for gated models",
-        ) from exc
-    resolved = path.name  # snapshots/<commit sha>
-    files = hash_tree(path)
-    manifest = ModelManifest(
-        role=role,
-        source="hub",
-        repo_id=spec.repo_id,
-        revision=spec.revision,
-        resolved_revision=resolved,
-        architecture=_architecture(path),
-        files=files,
-        identity=identity_of(files),
-        directory=display_path(path),
-        duration_s=round(time.monotonic() - t0, 3),
-        cached=False,
-    )
-    return path, manifest
-
-
-def local(
-    spec: LocalModel, loaded: LoadedRecipe, role: Literal["target", "draft"], field: str
-) -> tuple[Path, ModelManifest]:
-    path = loaded.resolve_path(spec.path)
-    if not (path / "config.json").is_file():
-        raise BadInputError(
-            f"{loaded.path.name}: {field}.path: {spec.path}: no config.json there",
-            hint="point at a Hugging Face model directory",
-        )
-    files = hash_tree(path)
-    return path, ModelManifest(
-        role=role,
-        source="local",
-        architecture=_architecture(path),
-        files=files,
-        identity=identity_of(files),
-        directory=display_path(path),
-        duration_s=0.0,
-        cached=False,
-    )
-
-
-def fetch_model(loaded: LoadedRecipe) -> tuple[Path, ModelManifest]:
-    """The target model of a recipe, as a directory and its manifest."""
-    spec = loaded.recipe.model
-    if isinstance(spec, SyntheticModel):
-        return synthesise(spec)
-    if isinstance(spec, HubModel):
-        return download(spec, "target")
-    return local(spec, loaded, "target", "model")
-
-
-def fetch_draft(loaded: LoadedRecipe) -> tuple[Path, ModelManifest] | None:
-    """The speculative draft of a recipe, when it has one."""
-    draft = loaded.recipe.speculative.draft
-    if draft is None:
-        return None
-    if isinstance(draft, SyntheticDraft):
-        target = loaded.recipe.model
-        assert isinstance(target, SyntheticModel)  # the recipe validator guarantees it
-        return synthesise_draft(target, draft)
-    if isinstance(draft, HubModel):
-        return download(draft, "draft")
-    return local(draft, loaded, "draft", "speculative.draft")

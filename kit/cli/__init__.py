@@ -1,0 +1,92 @@
+"""The ``kit`` command line: the top-level group, logging, and the one place where errors
+become messages.
+
+Each command lives in the module of its group and is a thin call of one stage function; this
+file only registers them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from kit import __version__
+from kit.cli import containers, host, keys, patches, recipe, report, run, schema
+from kit.errors import KitError, ServerError
+
+EXIT_INTERRUPTED = 130
+
+
+def _echo_error(exc: KitError) -> None:
+    """``error:`` lines, the server's log tail, then the ``hint:`` line, all on stderr."""
+    if os.environ.get("KIT_DEBUG") == "1":
+        traceback.print_exc()
+    for line in exc.message.splitlines() or [""]:
+        click.echo(f"error: {line}", err=True)
+    if isinstance(exc, ServerError) and exc.log_tail:
+        click.echo("server log (last lines):", err=True)
+        click.echo(exc.log_tail, err=True)
+    if exc.hint:
+        click.echo(f"hint: {exc.hint}", err=True)
+
+
+class KitGroup(click.Group):
+    """Turns KitError into 'error:'/'hint:' lines and the documented exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KitError as exc:
+            _echo_error(exc)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+def _setup_logging(verbose: int, quiet: bool) -> None:
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("kit")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+@click.group(cls=KitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kit")
+@click.option("-v", "--verbose", count=True, help="More log output.")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
+def main(verbose: int, quiet: bool) -> None:
+    """kit: rebuild, serve and measure a published LLM-serving result from a recipe.
+
+    \b
+    Examples:
+      kit reproduce recipes/cpu-tiny.yaml
+      kit recipe validate recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
+      kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml
+    """
+    _setup_logging(verbose, quiet)
+
+
+for _command in (
+    recipe.recipe,
+    schema.schema,
+    run.build,
+    run.serve,
+    run.bench,
+    run.reproduce,
+    patches.patches,
+    report.report,
+    containers.image,
+    containers.compose,
+    keys.keys,
+    host.probe,
+):
+    main.add_command(_command)

@@ -1,0 +1,5 @@
+"""``python -m kit.cli``."""
+
+from kit.cli import main
+
+main()

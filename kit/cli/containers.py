@@ -1,0 +1,143 @@
+"""``kit image`` and ``kit compose``: the engine image and the container stack."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kit.cli.options import set_option, sign_options
+from kit.recipe import load_recipe
+
+
+@click.group("image")
+def image() -> None:
+    """The engine image (Dockerfile) and its offline base."""
+
+
+@image.command("build")
+@click.argument("path", type=click.Path())
+@set_option
+@click.option("--base-image", default=None, help="FROM image (default: the recipe's).")
+@click.option(
+    "--allow-unpinned", is_flag=True, help="Build a GPU image on a base not pinned by digest."
+)
+@click.option(
+    "--ca-bundle",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Extra CA bundle pip trusts in the build (default: the host's).",
+)
+@click.option("--no-ca-bundle", is_flag=True, help="Put no CA bundle into the build.")
+@click.option(
+    "--wheelhouse",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Local wheels pip prefers in the build (default: $PIP_FIND_LINKS when a directory).",
+)
+@click.option("--no-wheelhouse", is_flag=True, help="Put no wheelhouse into the build.")
+def image_build(
+    path: str,
+    overrides: tuple[str, ...],
+    base_image: str | None,
+    allow_unpinned: bool,
+    ca_bundle: str | None,
+    no_ca_bundle: bool,
+    wheelhouse: str | None,
+    no_wheelhouse: bool,
+) -> None:
+    """Build the recipe's engine image: engine, patch series applied, kit (docker build).
+
+    \b
+    Examples:
+      kit image build recipes/cpu-tiny.yaml
+      kit image build recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --allow-unpinned
+    """
+    from kit import image as image_mod
+
+    ca = None if no_ca_bundle else (Path(ca_bundle) if ca_bundle else image_mod.host_ca_bundle())
+    wheels = (
+        None if no_wheelhouse else (Path(wheelhouse) if wheelhouse else image_mod.host_wheelhouse())
+    )
+    info = image_mod.build(
+        load_recipe(path, overrides),
+        base_image=base_image,
+        allow_unpinned=allow_unpinned,
+        ca_bundle=ca,
+        wheelhouse=wheels,
+    )
+    click.echo(json.dumps(image_mod.describe(info), indent=2))
+
+
+@image.command("bootstrap")
+@click.option("--tag", default=None, help="Image tag (default: kit-base:bookworm).")
+@click.option("--suite", default="bookworm", show_default=True, help="Debian suite.")
+@click.option("--mirror", default=None, help="Debian mirror, e.g. a snapshot.debian.org URL.")
+@click.option("--force", is_flag=True, help="Rebuild it when it exists.")
+def image_bootstrap(tag: str | None, suite: str, mirror: str | None, force: bool) -> None:
+    """Make the CPU base image locally (debootstrap + docker import): needs no registry.
+
+    \b
+    Examples:
+      sudo kit image bootstrap
+      sudo kit image bootstrap --suite bookworm --force
+    """
+    from kit import image as image_mod
+
+    info = image_mod.bootstrap_base(
+        tag or image_mod.CPU_BASE_IMAGE, suite=suite, mirror=mirror, force=force
+    )
+    click.echo(json.dumps(image_mod.describe(info), indent=2))
+
+
+@click.group("compose")
+def compose() -> None:
+    """The container stack (compose.yaml)."""
+
+
+@compose.command("env")
+@click.argument("path", type=click.Path())
+@set_option
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write it here."
+)
+@click.option("--port", type=int, default=None, help="Host port for the server (default: free).")
+@click.option(
+    "--reports",
+    type=click.Path(file_okay=False),
+    default="reports",
+    show_default=True,
+    help="Where the bench sidecar writes reports.",
+)
+@sign_options
+def compose_env(
+    path: str,
+    overrides: tuple[str, ...],
+    output: str | None,
+    port: int | None,
+    reports: str,
+    key_path: str | None,
+    no_sign: bool,
+) -> None:
+    """Render the env file compose.yaml reads for a recipe (stdout, or -o FILE).
+
+    \b
+    Examples:
+      kit compose env recipes/cpu-tiny.yaml -o build/compose/cpu-tiny.env
+      docker compose --env-file build/compose/cpu-tiny.env config
+    """
+    from kit import compose as compose_mod
+
+    loaded = load_recipe(path, overrides)
+    values = compose_mod.render(
+        loaded,
+        reports_dir=Path(reports),
+        signing_key=compose_mod.signing_key_file(key_path, not no_sign),
+        host_port=port or (compose_mod.port_of(Path(output)) if output else None),
+    )
+    if output:
+        compose_mod.write_env(loaded, values, Path(output))
+        click.echo(output)
+    else:
+        click.echo(compose_mod.env_text(loaded, values), nl=False)

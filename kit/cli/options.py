@@ -1,0 +1,29 @@
+"""Options that several command groups share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SET_HELP = "Override a recipe value, validated like the file (repeatable): --set a.b=value"
+
+
+def set_option(f: F) -> F:
+    """``--set a.b=value`` (repeatable), passed on as ``overrides``."""
+    return click.option("--set", "overrides", multiple=True, help=SET_HELP)(f)
+
+
+def sign_options(f: F) -> F:
+    """``--key`` and ``--no-sign``: how the report is signed."""
+    f = click.option("--no-sign", is_flag=True, help="Write an unsigned report.")(f)
+    return click.option(
+        "--key",
+        "key_path",
+        default=None,
+        type=click.Path(dir_okay=False),
+        help="Private key to sign with (default: $KIT_SIGNING_KEY, else kit's config dir).",
+    )(f)

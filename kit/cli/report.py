@@ -1,0 +1,141 @@
+"""``kit report``: verify, show and compare report files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kit.errors import EXIT_FAILED
+
+_PUB_HELP = "Public key (.pub) the report must be signed with; without it the signature is "
+_PUB_HELP += "reported but not checked."
+
+
+def _public_key(path: str | None) -> Any:
+    from kit.signing import load_public_key
+
+    return load_public_key(Path(path)) if path else None
+
+
+@click.group("report")
+def report() -> None:
+    """Check, show and compare report files."""
+
+
+@report.command("verify")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@click.option(
+    "--allow-unsigned",
+    is_flag=True,
+    help="Check an unsigned report's content: its signature item is then not checked "
+    "instead of failed.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checklist as JSON.")
+def report_verify(path: str, key_path: str | None, allow_unsigned: bool, as_json: bool) -> None:
+    """Check a report file item by item, offline: envelope, signature, canonical payload,
+    schema, recipe sha256, summaries recomputed from the raw records, record consistency,
+    patch manifest, validity verdict. Exit 1 when an item fails; 2 when the file cannot be
+    read as a kit report at all.
+
+    \b
+    Examples:
+      kit report verify reports/cpu-tiny-*/report.json --key ~/.config/kit/kit.pub
+      kit report verify report.json --allow-unsigned
+    """
+    from kit.report.verify import verify_report
+
+    checklist = verify_report(Path(path), _public_key(key_path), allow_unsigned=allow_unsigned)
+    if as_json:
+        data = {"ok": checklist.ok, **checklist.model_dump(mode="json")}
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        click.echo(checklist.render())
+    if not checklist.ok:
+        sys.exit(EXIT_FAILED)
+
+
+@report.command("show")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--markdown", is_flag=True, help="One row per report of a Club-3090-style BENCHMARKS.md table."
+)
+@click.option("--header", is_flag=True, help="With --markdown: print the table header first.")
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+def report_show(paths: tuple[str, ...], markdown: bool, header: bool, key_path: str | None) -> None:
+    """Show report files as a terminal table, or as Markdown table rows (rig, engine,
+    model/quant, spec, narrative and code decode TPS, TTFT, notes).
+
+    \b
+    Examples:
+      kit report show reports/cpu-tiny-*/report.json
+      kit report show --markdown --header reports/*/report.json >> BENCHMARKS.md
+    """
+    from kit.report.files import read_report
+    from kit.report.show import markdown_header, markdown_row, show_table
+
+    key = _public_key(key_path)
+    if markdown and header:
+        click.echo(markdown_header())
+    for i, path in enumerate(paths):
+        loaded, check = read_report(Path(path), key)
+        if markdown:
+            click.echo(markdown_row(loaded))
+        else:
+            click.echo(("\n" if i else "") + show_table(loaded, check))
+
+
+@report.command("compare")
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False), required=False)
+@click.option(
+    "--reference",
+    "reference",
+    type=click.Path(dir_okay=False),
+    help="Compare A with the published figures in this recipe's reference section.",
+)
+@click.option(
+    "--force", is_flag=True, help="Compare even when model, quantization or protocol differ."
+)
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def report_compare(
+    a: str,
+    b: str | None,
+    reference: str | None,
+    force: bool,
+    key_path: str | None,
+    as_json: bool,
+) -> None:
+    """Deltas per metric (B - A) with noise bands, after checking that the runs are
+    comparable: model, quantization or protocol differences refuse (exit 1) unless --force;
+    hardware, engine, serving or patch differences are warnings.
+
+    \b
+    Examples:
+      kit report compare reports/run-a/report.json reports/run-b/report.json
+      kit report compare reports/run-a/report.json \\
+        --reference recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
+    """
+    from kit.errors import BadInputError
+    from kit.report.compare import compare_reports
+    from kit.report.files import read_report
+    from kit.report.reference import compare_with_reference
+
+    if (b is None) == (reference is None):
+        raise BadInputError(
+            "compare needs a second report B or --reference RECIPE, not both or neither",
+            hint="kit report compare A B, or kit report compare A --reference RECIPE",
+        )
+    key = _public_key(key_path)
+    first, _ = read_report(Path(a), key)
+    if b is not None:
+        second, _ = read_report(Path(b), key)
+        result = compare_reports(first, second, force=force)
+    else:
+        result = compare_with_reference(first, str(reference), force=force)
+    click.echo(result.model_dump_json(indent=2) if as_json else result.render())

@@ -1,0 +1,198 @@
+"""``kit build``, ``kit serve``, ``kit bench`` and ``kit reproduce``: the stages of a run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from kit.cli.options import F, set_option, sign_options
+from kit.errors import EXIT_ENVIRONMENT, ServerError
+from kit.recipe import load_recipe
+
+if TYPE_CHECKING:
+    from kit.report.schema import Report
+
+log = logging.getLogger(__name__)
+
+REFERENCE_PROTOCOL = Path(__file__).parents[1] / "data" / "reference-protocol.yaml"
+
+
+def _out_option(f: F) -> F:
+    return click.option(
+        "-o",
+        "--out",
+        "out_dir",
+        default="reports",
+        show_default=True,
+        type=click.Path(file_okay=False),
+        help="Directory for run folders.",
+    )(f)
+
+
+def _serve_options(f: F) -> F:
+    """``--port`` and ``--engine-python``: where and with which engine the server runs."""
+    f = click.option(
+        "--engine-python",
+        default=None,
+        help="Use this interpreter's installed engine instead of kit's own venv.",
+    )(f)
+    return click.option(
+        "--port", type=int, default=None, help="Port to serve on (default: a free one)."
+    )(f)
+
+
+def _echo_run(report: Report, where: Path) -> None:
+    """The summary table on stderr, the report's path on stdout; exit 3 unless complete."""
+    from kit.report.show import summary_table
+
+    click.echo(summary_table(report), err=True)
+    click.echo(str(where))
+    if report.status != "complete":
+        sys.exit(EXIT_ENVIRONMENT)
+
+
+@click.command("build")
+@click.argument("path", type=click.Path())
+@set_option
+def build(path: str, overrides: tuple[str, ...]) -> None:
+    """Build the model: fetch or synthesise it, then quantize (both cached).
+
+    \b
+    Example:
+      kit build recipes/cpu-tiny.yaml
+    """
+    from kit.build import build as build_stage
+
+    built = build_stage(load_recipe(path, overrides))
+    out = {
+        "model": built.model.model_dump(mode="json"),
+        "draft": built.draft.model_dump(mode="json") if built.draft else None,
+        "quantization": built.quantization.model_dump(mode="json") if built.quantization else None,
+    }
+    click.echo(json.dumps(out, indent=2))
+
+
+@click.command("serve")
+@click.argument("path", type=click.Path())
+@set_option
+@_serve_options
+def serve(
+    path: str, overrides: tuple[str, ...], port: int | None, engine_python: str | None
+) -> None:
+    """Build if needed, then serve the recipe's model until Ctrl-C.
+
+    \b
+    Example:
+      kit serve recipes/cpu-tiny.yaml --port 8000
+    """
+    from kit import engine
+    from kit.build import build as build_stage
+    from kit.serve import NativeRuntime, install_sigterm_handler
+
+    install_sigterm_handler()
+    loaded = load_recipe(path, overrides)
+    built = build_stage(loaded)
+    env = engine.resolve(loaded.recipe.server.engine, loaded.recipe.server.patches, engine_python)
+    log_path = Path("reports") / f"serve-{loaded.recipe.name}.log"
+    with NativeRuntime(env).start(
+        loaded.recipe, built.served_dir, built.draft_dir, log_path, port
+    ) as server:
+        click.echo(server.url)
+        log.info(
+            "serving %s at %s; Ctrl-C stops it", loaded.recipe.server.served_model_name, server.url
+        )
+        while server.alive():
+            time.sleep(1)
+        raise ServerError(server.exit_reason(), hint=f"see {log_path}")
+
+
+@click.command("bench")
+@click.argument("path", type=click.Path(), required=False)
+@click.option("--target", required=True, help="Base URL of a running OpenAI-compatible server.")
+@set_option
+@_out_option
+@sign_options
+def bench(
+    path: str | None,
+    target: str,
+    overrides: tuple[str, ...],
+    out_dir: str,
+    key_path: str | None,
+    no_sign: bool,
+) -> None:
+    """Bench a running server with a recipe's protocol (default: the reference protocol).
+
+    \b
+    Examples:
+      kit bench --target http://127.0.0.1:8000
+      kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml --set bench.runs=3
+    """
+    from kit.pipeline import bench_target
+    from kit.signing import signing_key
+
+    loaded = load_recipe(path or str(REFERENCE_PROTOCOL), overrides)
+    key = signing_key(key_path, not no_sign)
+    _echo_run(*bench_target(target, loaded, Path(out_dir), key))
+
+
+@click.command("reproduce")
+@click.argument("path", type=click.Path())
+@set_option
+@_out_option
+@_serve_options
+@sign_options
+@click.option(
+    "--runtime",
+    type=click.Choice(["native", "compose"]),
+    default="native",
+    show_default=True,
+    help="Serve natively, or run the whole stack in containers (compose.yaml).",
+)
+def reproduce(
+    path: str,
+    overrides: tuple[str, ...],
+    out_dir: str,
+    port: int | None,
+    engine_python: str | None,
+    key_path: str | None,
+    no_sign: bool,
+    runtime: str,
+) -> None:
+    """All stages: build, serve, bench, report (signed when a key is available).
+
+    \b
+    Examples:
+      kit reproduce recipes/cpu-tiny.yaml
+      kit reproduce recipes/cpu-tiny.yaml --set bench.runs=3 -o /tmp/reports
+      kit reproduce --runtime compose recipes/cpu-tiny.yaml
+    """
+    from kit.pipeline import reproduce as run
+    from kit.serve import install_sigterm_handler
+    from kit.signing import signing_key
+
+    install_sigterm_handler()
+    loaded = load_recipe(path, overrides)
+    if runtime == "compose":
+        from kit import compose as compose_mod
+        from kit.errors import BadInputError
+
+        if engine_python:
+            raise BadInputError(
+                "--engine-python is for --runtime native",
+                hint="the compose runtime serves the engine baked into the image",
+            )
+        report, where = compose_mod.reproduce(
+            loaded, Path(out_dir), key_path=key_path, sign=not no_sign, port=port
+        )
+    else:
+        key = signing_key(key_path, not no_sign)
+        report, where = run(
+            loaded, Path(out_dir), engine_python=engine_python, port=port, private_key=key
+        )
+    _echo_run(report, where)

@@ -1,0 +1,54 @@
+"""``kit schema``: the recipe and report JSON Schemas, generated from the models."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kit.errors import EXIT_FAILED
+
+
+@click.command("schema")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="schemas",
+    show_default=True,
+    help="Where the JSON Schemas are written.",
+)
+@click.option("--check", is_flag=True, help="Exit 1 if the committed schemas differ.")
+def schema(out_dir: str, check: bool) -> None:
+    """Generate the recipe and report JSON Schemas from the models.
+
+    \b
+    Examples:
+      kit schema
+      kit schema --check
+    """
+    from kit.recipe import recipe_json_schema
+    from kit.report.schema import report_json_schema
+
+    outputs = {
+        "recipe.schema.json": recipe_json_schema(),
+        "report.schema.json": report_json_schema(),
+    }
+    drift = []
+    for name, data in outputs.items():
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        path = Path(out_dir) / name
+        if check:
+            if not path.exists() or path.read_text() != text:
+                drift.append(str(path))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            click.echo(f"wrote {path}", err=True)
+    if drift:
+        for p in drift:
+            click.echo(f"error: {p} is out of date with the models", err=True)
+        click.echo("hint: run `make schema` and commit the result", err=True)
+        sys.exit(EXIT_FAILED)

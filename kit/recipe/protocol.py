@@ -1,0 +1,66 @@
+"""The reference: the protocol a canonical run follows, and the figures it published.
+
+The protocol is the bench's defaults (3 warm-ups + 5 runs per prompt, the reference prompts and
+sampling). :func:`departures` names every way a bench leaves it; a run is canonical when there
+are none. A recipe's ``reference`` section holds the published figures to compare with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from kit.base import FrozenModel
+from kit.recipe.serving import REFERENCE_PROMPTS, Bench, Sampling
+
+
+def departures(bench: Bench) -> list[str]:
+    """How a bench departs from the reference protocol (empty: canonical)."""
+    out = []
+    if bench.ignore_eos:
+        out.append("ignore_eos: runs generate to max_tokens whatever the model says")
+    if bench.warmups != 3 or bench.runs != 5:
+        out.append(f"{bench.warmups} warm-ups + {bench.runs} runs (reference: 3 + 5)")
+    ref = {p.name: p for p in REFERENCE_PROMPTS}
+    for p in bench.prompts:
+        r = ref.get(p.name)
+        if r is None or r.text != p.text:
+            out.append(f"prompt {p.name!r} differs from the reference prompts")
+        elif r.max_tokens != p.max_tokens:
+            out.append(f"prompt {p.name!r}: max_tokens {p.max_tokens} (reference {r.max_tokens})")
+    if {p.name for p in bench.prompts} != set(ref):
+        out.append("prompt set differs from the reference (narrative, code)")
+    if bench.sampling != Sampling():
+        out.append("sampling differs from the reference (0.6 / 0.95 / 20 / 0.0)")
+    return out
+
+
+class PromptFigures(FrozenModel):
+    decode_tps: float | None = Field(None, description="Mean decode tokens/s.")
+    decode_cv_pct: float | None = Field(None, description="Decode CV in percent.")
+    wall_tps: float | None = Field(None, description="Mean wall tokens/s.")
+    ttft_ms: float | None = Field(None, description="Mean TTFT in ms.")
+
+
+class AcceptanceFigures(FrozenModel):
+    accepted: int = Field(description="Accepted draft tokens.")
+    drafted: int = Field(description="Draft tokens proposed.")
+    drafts: int = Field(description="Draft steps.")
+
+
+class Reference(FrozenModel):
+    source: str = Field(description="Where the figures were published.")
+    date: str | None = Field(None, description="Publication date.")
+    rig: str | None = Field(None, description="Hardware, as published.")
+    engine: str | None = Field(None, description="Engine build, as published.")
+    prompts: dict[str, PromptFigures] = Field(default_factory=dict, description="Per prompt.")
+    prefill_tps: dict[int, float] = Field(default_factory=dict, description="Depth -> tok/s.")
+    peak_vram_mib: float | None = Field(None, description="Peak VRAM per card.")
+    acceptance: AcceptanceFigures | None = Field(None, description="Spec-decode counters.")
+    notes: str | None = Field(None, description="Anything else worth knowing.")
+
+
+def non_canonical_reasons(recipe: dict[str, Any]) -> list[str]:
+    """:func:`departures` of a recipe given as JSON (a report's embedded recipe)."""
+    return departures(Bench.model_validate(recipe.get("bench", {})))

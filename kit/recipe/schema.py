@@ -1,0 +1,110 @@
+"""The recipe: one model that holds the build half (:mod:`kit.recipe.sources`), the run half
+(:mod:`kit.recipe.serving`) and the reference (:mod:`kit.recipe.protocol`), checks how they
+combine, and gives the JSON Schema and the sha256 that reports carry."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from kit.base import FrozenModel
+from kit.recipe.protocol import Reference, departures
+from kit.recipe.serving import Bench, Server
+from kit.recipe.sources import (
+    AutoRoundQuantization,
+    HubCalibration,
+    ModelSource,
+    Quantization,
+    Speculative,
+    SyntheticDraft,
+    SyntheticModel,
+)
+
+SCHEMA_VERSION = 1
+
+
+class Recipe(FrozenModel):
+    """A complete, resolved recipe (after ``extends`` and ``--set``)."""
+
+    schema_version: Literal[1] = Field(description="Recipe format version.")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Short identifier.")
+    description: str = Field("", description="What this recipe reproduces.")
+    model: ModelSource = Field(description="Where the model comes from.")
+    quantization: Quantization = Field(description="How the model is quantized.")
+    speculative: Speculative = Field(default_factory=Speculative, description="Spec decoding.")
+    server: Server = Field(description="How the model is served.")
+    bench: Bench = Field(default_factory=Bench, description="The measurement protocol.")
+    reference: Reference | None = Field(None, description="Published figures to compare with.")
+
+    @model_validator(mode="after")
+    def _combinations(self) -> Recipe:
+        problems: list[str] = []
+        q = self.quantization
+        if isinstance(self.model, SyntheticModel) and isinstance(q, AutoRoundQuantization):
+            shape = self.model.shape
+            if q.group_size > 0:
+                for field in ("hidden_size", "intermediate_size"):
+                    value = getattr(shape, field)
+                    if value % q.group_size:
+                        problems.append(
+                            f"quantization.group_size {q.group_size} does not divide "
+                            f"model.shape.{field} {value}"
+                        )
+        if isinstance(q, AutoRoundQuantization) and q.iters == 0 and not q.disable_opt_rtn:
+            if isinstance(q.calibration, HubCalibration) and isinstance(self.model, SyntheticModel):
+                problems.append(
+                    "quantization: iters 0 still calibrates from the hub; set disable_opt_rtn"
+                )
+        if self.speculative.method in {"dflash", "dflash2"} and isinstance(
+            self.speculative.draft, SyntheticDraft
+        ):
+            if not isinstance(self.model, SyntheticModel):
+                problems.append("speculative.draft: a synthetic draft needs a synthetic model")
+            else:
+                ids = self.speculative.draft.target_layer_ids
+                n = self.model.shape.num_hidden_layers
+                if ids is not None and any(i < 0 or i > n - 2 for i in ids):
+                    problems.append(
+                        f"speculative.draft.target_layer_ids must lie in 0..{n - 2} "
+                        "(the last layer's output cannot feed a DFlash draft)"
+                    )
+        if self.server.engine.device == "cpu" and self.server.tensor_parallel_size > 1:
+            problems.append("server.tensor_parallel_size: the CPU engine serves with 1")
+        if self.bench.prefill is not None:
+            for depth in self.bench.prefill.depths:
+                if depth <= 0:
+                    problems.append("bench.prefill.depths: depths must be positive")
+        names = [p.name for p in self.bench.prompts]
+        if len(set(names)) != len(names):
+            problems.append("bench.prompts: prompt names must be unique")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def canonical(self) -> bool:
+        """Whether the bench follows the reference protocol exactly (see ``departures``)."""
+        return not departures(self.bench)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def sha256(self) -> str:
+        return recipe_sha256(self.to_json_dict())
+
+
+def recipe_sha256(data: dict[str, Any]) -> str:
+    """sha256 of a resolved recipe's RFC 8785 canonical JSON: the same bytes whether the
+    recipe comes from the models or back from a report (1.0 and 1 canonicalise alike)."""
+    from kit.signing import canonical_bytes
+
+    return hashlib.sha256(canonical_bytes(data)).hexdigest()
+
+
+def recipe_json_schema() -> dict[str, Any]:
+    schema = Recipe.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://kit.invalid/schemas/recipe-v{SCHEMA_VERSION}.json"
+    return schema

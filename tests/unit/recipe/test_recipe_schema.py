@@ -1,0 +1,123 @@
+"""kit.recipe models: the shipped recipes, each model's own checks and how sections combine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kit.errors import RecipeError
+from kit.migrations import current_version
+from kit.recipe import (
+    SCHEMA_VERSION,
+    UPGRADES,
+    AutoRoundQuantization,
+    SyntheticDraft,
+    SyntheticModel,
+    load_recipe,
+    recipe_sha256,
+)
+
+
+def test_shipped_recipes_validate(every_recipe: Path) -> None:
+    loaded = load_recipe(every_recipe)
+    assert loaded.recipe.schema_version == 1
+    assert len(loaded.recipe.sha256()) == 64
+
+
+def test_upgrades_reach_the_current_version() -> None:
+    assert current_version(UPGRADES) == SCHEMA_VERSION
+
+
+def test_cpu_tiny_shape(repo_root: Path) -> None:
+    r = load_recipe(repo_root / "recipes/cpu-tiny.yaml").recipe
+    assert isinstance(r.model, SyntheticModel)
+    assert isinstance(r.quantization, AutoRoundQuantization)
+    assert (r.quantization.bits, r.quantization.group_size, r.quantization.sym) == (4, 128, True)
+    assert r.speculative.method == "dflash"
+    assert isinstance(r.speculative.draft, SyntheticDraft)
+    assert r.speculative.num_speculative_tokens == 7
+    assert r.bench.ignore_eos is True
+    assert r.canonical is False
+
+
+def test_sha256_is_order_independent() -> None:
+    assert recipe_sha256({"a": 1, "b": [1, 2]}) == recipe_sha256({"b": [1, 2], "a": 1})
+    assert recipe_sha256({"a": 1}) != recipe_sha256({"a": 2})
+
+
+BAD = [
+    # (overrides on cpu-tiny, expected problem lines)
+    (
+        ["quantization.group_sizee=64"],
+        ["quantization.group_sizee: unknown key (did you mean 'group_size'?)"],
+    ),
+    (
+        ["bench.sampling.temprature=0.6"],
+        ["bench.sampling.temprature: unknown key (did you mean 'temperature'?)"],
+    ),
+    (
+        ["server.tensor_parallel_size=two"],
+        [
+            "server.tensor_parallel_size: Input should be a valid integer, unable to parse string "
+            "as an integer"
+        ],
+    ),
+    (
+        ["quantization.group_size=96"],
+        [
+            "quantization.group_size 96 does not divide model.shape.hidden_size 256",
+            "quantization.group_size 96 does not divide model.shape.intermediate_size 512",
+        ],
+    ),
+    (
+        ["server.tensor_parallel_size=2"],
+        ["server.tensor_parallel_size: the CPU engine serves with 1"],
+    ),
+    (["speculative.method=ngram"], ["speculative: method 'ngram' takes no draft"]),
+    (["quantization.bits=5"], ["quantization.bits: Input should be 2, 3, 4 or 8"]),
+    (["model.source=hubb"], ["model.source: source must be one of hub, local, synthetic"]),
+    (["schema_version=2"], ["schema_version: Input should be 1"]),
+    (["server.engine.name=sglang"], ["server.engine.name: Input should be 'vllm' or 'vllm-cpu'"]),
+    (
+        ["bench.prompts.0.max_tokens=0"],
+        ["bench.prompts.0.max_tokens: Input should be greater than 0"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("overrides", "expected"), BAD)
+def test_bad_recipe_messages(repo_root: Path, overrides: list[str], expected: list[str]) -> None:
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(repo_root / "recipes/cpu-tiny.yaml", overrides)
+    assert exc.value.problems == [f"{repo_root / 'recipes/cpu-tiny.yaml'}: {e}" for e in expected]
+
+
+def test_hub_model_needs_pinned_revision(write: Callable[[str, str], Path]) -> None:
+    p = write(
+        "r.yaml",
+        """
+        schema_version: 1
+        name: hubby
+        model: {source: hub, repo_id: Qwen/Qwen3-8B, revision: main}
+        quantization: {method: none}
+        server: {engine: {name: vllm, version: 0.26.0}}
+    """,
+    )
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(p)
+    assert exc.value.problems == [
+        f"{p}: model.revision: revision 'main' is a moving branch; pin a commit sha"
+    ]
+
+
+def test_missing_sections(write: Callable[[str, str], Path]) -> None:
+    p = write("r.yaml", "schema_version: 1\nname: x\n")
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(p)
+    assert exc.value.problems == [
+        f"{p}: model: required field missing",
+        f"{p}: quantization: required field missing",
+        f"{p}: server: required field missing",
+    ]
