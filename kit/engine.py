@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kit import installer
 from kit import patches as patches_mod
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.patches import PatchManifest, PatchSeries
+from kit.patches import PatchManifest
 from kit.paths import display_path, kit_home
 from kit.recipe import Engine
 
@@ -167,7 +167,7 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
         env = _env_from("managed", engine, str(python), info, None, series)
         if series is not None:
             # idempotent: a series that gained patches since this venv was made gets them now
-            patches_mod.apply(load_series(series), env.site_packages)
+            patches_mod.apply(patches_mod.series_named(series), env.site_packages)
         return env
     if root.exists():
         shutil.rmtree(root)
@@ -196,7 +196,7 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
     info = inspect(str(python))
     env = _env_from("managed", engine, str(python), info, None, series)
     if series is not None:
-        manifest = patches_mod.apply(load_series(series), env.site_packages)
+        manifest = patches_mod.apply(patches_mod.series_named(series), env.site_packages)
         log.info("engine: applied patch series %s (%d patches)", series, len(manifest.patches))
     marker.write_text(
         json.dumps(
@@ -208,16 +208,11 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
     return env
 
 
-def load_series(name: str) -> PatchSeries:
-    """The series a recipe names, found by :func:`kit.patches.find_series`."""
-    return patches_mod.load_series(patches_mod.find_series(name))
-
-
 def verify_patches(env: EngineEnv, series_name: str | None) -> EngineEnv:
     """Prove the engine carries the series, byte for byte; never serve unpatched."""
     if series_name is None:
         return env
-    series = load_series(series_name)
+    series = patches_mod.series_named(series_name)
     try:
         manifest = patches_mod.verify(series, env.site_packages)
     except EnvironmentProblem as exc:
@@ -255,7 +250,7 @@ def series_problems(engine: Engine, series_name: str | None, label: str) -> list
     if series_name is None:
         return []
     try:
-        series = load_series(series_name)
+        series = patches_mod.series_named(series_name)
     except BadInputError as exc:
         return [f"{label}: server.patches: {line}" for line in exc.message.splitlines()]
     if (series.engine, series.version) != (engine.name, engine.version):

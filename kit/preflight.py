@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit import engine as engine_mod
+from kit import patches
 from kit.errors import EnvironmentProblem
 from kit.paths import display_path, kit_home
-from kit.probe import isa_level
-from kit.probe.dump import parse_cpuinfo
+from kit.probe import isa_level, parse_cpuinfo
 from kit.recipe import AutoRoundQuantization, LoadedRecipe, Recipe, SyntheticModel
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check
         return Check("cpu-isa", True, f"{where}: the engine's compiled kernels serve")
     series = recipe.server.patches
     provided = (
-        {cap for p in engine_mod.load_series(series).patches for cap in p.meta.provides}
+        {cap for p in patches.series_named(series).patches for cap in p.meta.provides}
         if series
         else set()
     )

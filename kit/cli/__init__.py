@@ -22,8 +22,12 @@ from kit.errors import KitError, ServerError
 EXIT_INTERRUPTED = 130
 
 
-def _echo_error(exc: KitError) -> None:
-    """``error:`` lines, the server's log tail, then the ``hint:`` line, all on stderr."""
+def report_error(exc: KitError | KeyboardInterrupt) -> int:
+    """``error:`` lines, the server's log tail, then the ``hint:`` line, all on stderr; returns
+    the exit code. The one place an error becomes a message, for the CLI and the containers."""
+    if isinstance(exc, KeyboardInterrupt):
+        click.echo("error: interrupted", err=True)
+        return EXIT_INTERRUPTED
     if os.environ.get("KIT_DEBUG") == "1":
         traceback.print_exc()
     for line in exc.message.splitlines() or [""]:
@@ -33,6 +37,7 @@ def _echo_error(exc: KitError) -> None:
         click.echo(exc.log_tail, err=True)
     if exc.hint:
         click.echo(f"hint: {exc.hint}", err=True)
+    return exc.exit_code
 
 
 class KitGroup(click.Group):
@@ -41,16 +46,12 @@ class KitGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except KitError as exc:
-            _echo_error(exc)
-            ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("error: interrupted", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+        except (KitError, KeyboardInterrupt) as exc:
+            ctx.exit(report_error(exc))
 
 
-def _setup_logging(verbose: int, quiet: bool) -> None:
-    level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
+def setup_logging(level: int) -> None:
+    """kit's log lines, message only, on stderr."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     root = logging.getLogger("kit")
@@ -72,7 +73,7 @@ def main(verbose: int, quiet: bool) -> None:
       kit recipe validate recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
       kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml
     """
-    _setup_logging(verbose, quiet)
+    setup_logging(logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO))
 
 
 for _command in (

@@ -17,12 +17,13 @@ def patches() -> None:
 
 
 def _series_target(series: str, site_packages: str | None, python: str | None) -> Any:
-    from kit import engine
     from kit import patches as patches_mod
     from kit.errors import BadInputError
 
     loaded = (
-        patches_mod.load_series(series) if Path(series).is_dir() else engine.load_series(series)
+        patches_mod.load_series(series)
+        if Path(series).is_dir()
+        else patches_mod.series_named(series)
     )
     if site_packages:
         return loaded, Path(site_packages)

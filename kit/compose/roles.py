@@ -232,23 +232,13 @@ ROLES = {"prepare": role_prepare, "server": role_server, "bench": role_bench}
 
 def container_main(argv: list[str]) -> int:
     """``python -m kit.compose ROLE``: what each service of compose.yaml runs."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    root = logging.getLogger("kit")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
-    root.propagate = False
+    from kit.cli import report_error, setup_logging
+
+    setup_logging(logging.INFO)
     if len(argv) != 1 or argv[0] not in ROLES:
         sys.stderr.write(f"usage: python -m kit.compose {{{','.join(ROLES)}}}\n")
         return 2
     try:
         return ROLES[argv[0]]()
-    except KitError as exc:
-        for line in exc.message.splitlines() or [""]:
-            sys.stderr.write(f"error: {line}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {exc.hint}\n")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
-        return 130
+    except (KitError, KeyboardInterrupt) as exc:
+        return report_error(exc)

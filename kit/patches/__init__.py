@@ -34,6 +34,7 @@ from kit.patches.series import (
     load_series,
     read_meta,
     search_roots,
+    series_named,
 )
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "read_meta",
     "record_fingerprints",
     "search_roots",
+    "series_named",
     "status",
     "verify",
 ]

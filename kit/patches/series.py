@@ -241,3 +241,8 @@ def dump_series(meta: SeriesMeta) -> str:
     """series.yaml text for ``meta``, in field order, multi-line text as blocks."""
     data: dict[str, Any] = meta.model_dump(mode="json")
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
+
+
+def series_named(name: str) -> PatchSeries:
+    """The series a recipe names (``server.patches``), found by :func:`find_series` and read."""
+    return load_series(find_series(name))
