@@ -6,18 +6,17 @@ Prometheus text parsing and the speculative-decoding figures from counter deltas
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kit.base import KitModel
 
 
-class Stats(BaseModel):
+class Stats(KitModel):
     """Summary of one figure over the usable measured runs."""
-
-    model_config = ConfigDict(extra="forbid")
 
     n: int = Field(description="Number of values.")
     mean: float | None = Field(description="Arithmetic mean.")
@@ -122,10 +121,8 @@ def metric_delta(
 # speculative decoding
 
 
-class SpecDecode(BaseModel):
+class SpecDecode(KitModel):
     """Speculative-decoding figures from counter deltas over a measured window."""
-
-    model_config = ConfigDict(extra="forbid")
 
     drafts: int = Field(description="Draft steps (vllm:spec_decode_num_drafts delta).")
     draft_tokens: int = Field(description="Draft tokens proposed.")
@@ -203,10 +200,8 @@ def add_spec(parts: Iterable[SpecDecode]) -> SpecDecode | None:
     )
 
 
-class ServerWindow(BaseModel):
+class ServerWindow(KitModel):
     """Server-side figures over a measured window, from /metrics deltas."""
-
-    model_config = ConfigDict(extra="forbid")
 
     requests: float | None = Field(description="Finished requests.")
     prompt_tokens: float | None = Field(description="Prompt tokens processed.")
@@ -247,7 +242,3 @@ def server_window(before: Mapping[Sample, float], after: Mapping[Sample, float])
         decode_tps=(gen / dec_sum) if gen and dec_sum else None,
         mean_itl_ms=itl * 1000 if itl is not None else None,
     )
-
-
-def finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)

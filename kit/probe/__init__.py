@@ -3,19 +3,22 @@
 - :func:`probe_host` reads NVML, nvidia-smi and the host into a raw dump
   (:func:`collect_nvml_dump`) and builds a :class:`HostProbe` from it
   (:func:`host_probe_from_dump`); recorded dumps go through the same parsing.
-- :class:`GpuSampler` samples the GPUs on a background thread during a benchmark.
+- :class:`GpuSampler` samples the GPUs on a background thread during a benchmark;
+  :func:`build_sampling` sums the readings up into a :class:`GpuSampling`, live or recorded.
 - :class:`HostLoadSampler` measures how busy the host was in the measured windows, and with
   what (:class:`HostLoad`); :func:`process_tree` and :func:`process_group` say which pids are
   ours.
 - :func:`probe_findings` and :func:`host_load_findings` turn them into findings for the
   report's validity verdict.
-- :func:`isa_level` and :func:`cpu_summary` read the CPU's vector tier from ``CpuInfo.isa``.
+- :func:`parse_cpuinfo` reads the text of /proc/cpuinfo; :func:`isa_level` and
+  :func:`cpu_summary` read the CPU's vector tier from ``CpuInfo.isa``.
 
 Works without a GPU: the probe then has no GPUs and says why in ``nvml_error``.
 """
 
 from __future__ import annotations
 
+from kit.probe.cpu import IsaLevel, cpu_summary, isa_level, parse_cpuinfo
 from kit.probe.dump import anonymize_dump, collect_host_facts, collect_nvml_dump
 from kit.probe.findings import host_load_findings, probe_findings
 from kit.probe.hostload import HostLoadSampler
@@ -23,22 +26,24 @@ from kit.probe.models import (
     CpuInfo,
     Finding,
     GpuInfo,
-    GpuSample,
-    GpuSampling,
-    GpuSummary,
     HostLoad,
     HostProbe,
-    IsaLevel,
-    Mark,
     ProcessCpu,
     Unavailable,
-    VramTriplet,
-    cpu_summary,
-    isa_level,
 )
 from kit.probe.parse import host_probe_from_dump, probe_to_json, redact_value
 from kit.probe.procfs import process_group, process_tree
-from kit.probe.sampler import GpuSampler, build_sampling, energy_per_token_j, window_energy
+from kit.probe.sampler import GpuSampler
+from kit.probe.sampling import (
+    GpuSample,
+    GpuSampling,
+    GpuSummary,
+    Mark,
+    VramTriplet,
+    build_sampling,
+    energy_per_token_j,
+    window_energy,
+)
 
 __all__ = [
     "CpuInfo",
@@ -65,6 +70,7 @@ __all__ = [
     "host_load_findings",
     "host_probe_from_dump",
     "isa_level",
+    "parse_cpuinfo",
     "probe_findings",
     "probe_host",
     "probe_to_json",

@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kit.probe.models import ARM64_ISA_FLAGS, X86_ISA_FLAGS
+from kit.probe.cpu import parse_cpuinfo
 from kit.probe.nvml import P2P_CAPS, Raw, call, constant, error_name
 
 DUMP_FORMAT = "kit-probe-dump"
@@ -229,104 +229,6 @@ def _os_release() -> dict[str, str] | None:
         if sep and key.strip() and not key.startswith("#"):
             values[key.strip()] = value.strip().strip('"').strip("'")
     return values
-
-
-# arm64 'CPU implementer' codes (the MIDR implementer byte), as util-linux's lscpu names them.
-ARM_IMPLEMENTERS = {
-    0x41: "ARM",
-    0x42: "Broadcom",
-    0x43: "Cavium",
-    0x46: "Fujitsu",
-    0x48: "HiSilicon",
-    0x4E: "NVIDIA",
-    0x50: "APM",
-    0x51: "Qualcomm",
-    0x53: "Samsung",
-    0x56: "Marvell",
-    0x61: "Apple",
-    0x6D: "Microsoft",
-    0xC0: "Ampere",
-}
-# (implementer, 'CPU part') -> core name, for the server cores an engine may meet.
-ARM_PARTS = {
-    (0x41, 0xD08): "Cortex-A72",
-    (0x41, 0xD0C): "Neoverse-N1",
-    (0x41, 0xD40): "Neoverse-V1",
-    (0x41, 0xD49): "Neoverse-N2",
-    (0x41, 0xD4F): "Neoverse-V2",
-    (0x41, 0xD84): "Neoverse-V3",
-    (0x41, 0xD8E): "Neoverse-N3",
-    (0x46, 0x001): "A64FX",
-    (0x48, 0xD01): "Kunpeng-920",
-    (0xC0, 0xAC3): "Ampere-1",
-    (0xC0, 0xAC4): "Ampere-1a",
-}
-
-
-def _hex(value: str) -> int | None:
-    try:
-        return int(value, 16)
-    except ValueError:
-        return None
-
-
-def parse_cpuinfo(text: str) -> dict[str, Any]:
-    """The facts kit keeps from the text of /proc/cpuinfo (a pure function, for recorded files).
-
-    ``model``, ``vendor``, ``isa`` (the flags of :data:`~kit.probe.models.X86_ISA_FLAGS` or
-    :data:`~kit.probe.models.ARM64_ISA_FLAGS` on the first processor, sorted; None without a
-    flags line), ``processors``, ``physical_cores``, ``sockets`` and ``hypervisor``.
-    """
-    model: str | None = None
-    vendor: str | None = None
-    isa: list[str] | None = None
-    implementer: int | None = None
-    part: int | None = None
-    processors = 0
-    cores: set[tuple[str, str]] = set()
-    sockets: set[str] = set()
-    hypervisor = False
-    physical = core = ""
-    for line in [*text.splitlines(), ""]:
-        key, _, value = (field.strip() for field in line.partition(":"))
-        if key == "processor":
-            processors += 1
-        elif key in ("model name", "Model Name", "Hardware") and model is None:
-            model = value
-        elif key == "vendor_id" and vendor is None:
-            vendor = value
-        elif key == "CPU implementer" and implementer is None:
-            implementer = _hex(value)
-        elif key == "CPU part" and part is None:
-            part = _hex(value)
-        elif key == "physical id":
-            physical = value
-            sockets.add(value)
-        elif key == "core id":
-            core = value
-        elif key == "flags":
-            hypervisor = hypervisor or "hypervisor" in value.split()
-            if isa is None:
-                isa = sorted(X86_ISA_FLAGS.intersection(value.split()))
-        elif key == "Features" and isa is None:
-            isa = sorted(ARM64_ISA_FLAGS.intersection(value.split()))
-        elif not line.strip():
-            if core:
-                cores.add((physical, core))
-            physical = core = ""
-    if implementer is not None:
-        vendor = vendor or ARM_IMPLEMENTERS.get(implementer, f"0x{implementer:02x}")
-        if model is None and part is not None:
-            model = ARM_PARTS.get((implementer, part))
-    return {
-        "model": model,
-        "vendor": vendor,
-        "isa": isa,
-        "processors": processors,
-        "physical_cores": len(cores) or None,
-        "sockets": len(sockets) or None,
-        "hypervisor": hypervisor if "flags" in text else None,
-    }
 
 
 def _cpuinfo() -> dict[str, Any]:

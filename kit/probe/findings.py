@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kit.probe.models import Finding, GpuSampling, HostLoad, HostProbe, Unavailable
+from kit.probe.models import Finding, HostLoad, HostProbe, Unavailable
+from kit.probe.sampling import GpuSampling
 
 # Clocks-event reasons that say nothing against a measurement: an idle GPU, boost sync, display.
 BENIGN_REASONS = frozenset({"GpuIdle", "SyncBoost", "DisplayClockSetting"})

@@ -41,16 +41,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
-from kit.errors import BadInputError
+from kit.probe.background import BackgroundSampler
 from kit.probe.models import HostLoad, ProcessCpu
-from kit.probe.nvml import error_name
+from kit.probe.nvml import error_name, start_nvml
 from kit.probe.procfs import (
     BUSY_FIELDS,
     CLOCK_TICKS,
@@ -94,22 +92,15 @@ class _Totals:
     foreign_gpu: int | None = None
 
 
-class HostLoadSampler:
+class HostLoadSampler(BackgroundSampler):
     """A context manager that measures the host's CPU load inside the measured windows."""
 
     def __init__(
         self, own_pids: Callable[[], set[int]] | None = None, interval_s: float = 0.5
     ) -> None:
         """``own_pids`` gives the pids that are ours (default: this process and its children)."""
-        if interval_s <= 0:
-            raise BadInputError(
-                f"sampling interval must be positive, not {interval_s}", hint="try 0.5"
-            )
-        self.interval_s = interval_s
+        super().__init__(interval_s)
         self._own_pids = own_pids  # None: this process's tree, from each reading's own listing
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._totals = _Totals()
         self._open: _Reading | None = None  # the last reading of the window in progress
         self._opened_at = 0.0
@@ -117,27 +108,15 @@ class HostLoadSampler:
         self._nvml: Any = None
         self._gpu_handles: list[Any] = []
         self._gpu_unavailable: str | None = None
-        self._active = False
         self._host_load: HostLoad | None = None
 
     def __enter__(self) -> HostLoadSampler:
         self._active = True
         self._open_nvml()
-        self._thread = threading.Thread(
-            target=self._loop, name="kit-host-load-sampler", daemon=True
-        )
-        self._thread.start()
+        self._start_thread("kit-host-load-sampler")
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    def _finish(self) -> None:
         with self._lock:
             if self._open is not None:
                 self._guarded(self._close)
@@ -241,21 +220,15 @@ class HostLoadSampler:
                 totals.other_ticks[now.comm] = totals.other_ticks.get(now.comm, 0) + used
         self._open = after
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            with self._lock:
-                if self._open is not None:
-                    self._guarded(self._sample)
+    def _tick(self) -> None:
+        if self._open is not None:
+            self._guarded(self._sample)
 
     # -- GPUs ----------------------------------------------------------------------------------
 
     def _open_nvml(self) -> None:
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-        except Exception as exc:
-            self._gpu_unavailable = f"NVML could not start: {error_name(exc)}"
+        pynvml, self._gpu_unavailable = start_nvml()
+        if pynvml is None:
             return
         self._nvml = pynvml
         try:

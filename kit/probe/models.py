@@ -1,4 +1,6 @@
-"""The probe's typed results: host facts, GPU sampling, host load and validity findings.
+"""The probe's typed results: what the machine is (:class:`HostProbe`), host load, findings.
+
+GPU sampling has its models beside its summaries, in :mod:`kit.probe.sampling`.
 
 A value the source could not give is an :class:`Unavailable` with the reason, never a zero:
 ``"power_draw_w": {"reason": "NotSupported"}``.
@@ -8,14 +10,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kit.base import FrozenModel
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Unavailable(_Model):
+class Unavailable(FrozenModel):
     """A value that could not be read, and why."""
 
     reason: str = Field(
@@ -30,7 +30,7 @@ class Unavailable(_Model):
 # host
 
 
-class OsInfo(_Model):
+class OsInfo(FrozenModel):
     """The operating system, from /etc/os-release and the kernel."""
 
     name: str | Unavailable = Field(description="PRETTY_NAME from /etc/os-release.")
@@ -40,7 +40,7 @@ class OsInfo(_Model):
     arch: str = Field(description="Machine architecture (uname -m).")
 
 
-class CpuInfo(_Model):
+class CpuInfo(FrozenModel):
     """The host's processors and memory."""
 
     model: str | Unavailable = Field(
@@ -80,93 +80,7 @@ class CpuInfo(_Model):
     numa_nodes: int | Unavailable = Field(description="NUMA nodes under /sys/devices/system/node.")
 
 
-# The CPU flags (kernel names) an inference engine's kernels choose between.
-X86_ISA_FLAGS = frozenset(
-    {
-        "avx",
-        "avx2",
-        "fma",
-        "f16c",
-        "avx_vnni",
-        "avx512f",
-        "avx512bw",
-        "avx512vl",
-        "avx512dq",
-        "avx512cd",
-        "avx512_bf16",
-        "avx512_vnni",
-        "avx512_fp16",
-        "avx512vbmi",
-        "amx_bf16",
-        "amx_int8",
-        "amx_tile",
-    }
-)
-# asimd is NEON, asimddp the dot-product instructions.
-ARM64_ISA_FLAGS = frozenset({"asimd", "sve", "sve2", "bf16", "i8mm", "asimddp"})
-
-IsaLevel = Literal["avx512-bf16", "avx512", "avx2", "arm64-sve", "arm64-neon", "baseline"]
-
-
-def isa_level(isa: list[str]) -> IsaLevel:
-    """The widest vector tier the flags allow, the one CPU kernels are picked by.
-
-    ``avx512-bf16`` (avx512f and avx512_bf16), ``avx512`` (avx512f), ``avx2``, ``arm64-sve``
-    (sve), ``arm64-neon`` (asimd), else ``baseline``.
-    """
-    flags = set(isa)
-    if "avx512f" in flags:
-        return "avx512-bf16" if "avx512_bf16" in flags else "avx512"
-    if "avx2" in flags:
-        return "avx2"
-    if "sve" in flags:
-        return "arm64-sve"
-    if "asimd" in flags:
-        return "arm64-neon"
-    return "baseline"
-
-
-# Short vendor names for x86 vendor_id strings, for summaries.
-_X86_VENDORS = {
-    "GenuineIntel": "Intel",
-    "AuthenticAMD": "AMD",
-    "HygonGenuine": "Hygon",
-    "CentaurHauls": "Centaur",
-}
-
-
-def cpu_summary(cpu: CpuInfo) -> str:
-    """One line for humans: the CPU and what its vector units can do.
-
-    ``AMD EPYC, avx2 (no avx512)``; ``Intel(R) Xeon(R) Platinum 8488C, avx512-bf16 + amx``;
-    ``ARM Neoverse-V1, arm64-sve (bf16, i8mm, no sve2)``.
-    """
-    model = cpu.model if isinstance(cpu.model, str) else "unknown CPU"
-    vendor = _X86_VENDORS.get(cpu.vendor, cpu.vendor) if isinstance(cpu.vendor, str) else None
-    if vendor and not vendor.startswith("0x") and vendor.lower() not in model.lower():
-        model = f"{vendor} {model}"
-    if cpu.isa is None:
-        return f"{model}, ISA not recorded"
-    flags = set(cpu.isa)
-    level = isa_level(cpu.isa)
-    if level == "avx512-bf16":
-        detail = " + amx" if "amx_bf16" in flags else " (no amx)"
-    elif level == "avx512":
-        detail = " (vnni, no bf16)" if "avx512_vnni" in flags else " (no bf16)"
-    elif level == "avx2":
-        detail = " (no avx512)"
-    elif level in ("arm64-sve", "arm64-neon"):
-        extras = [f for f in ("sve2", "bf16", "i8mm") if f in flags]
-        missing = "no sve2" if level == "arm64-sve" else "no sve"
-        if level == "arm64-sve" and "sve2" in flags:
-            missing = ""
-        detail = " (" + ", ".join([*extras, *([missing] if missing else [])]) + ")"
-    else:
-        detail = " (no avx2)" if cpu.vendor in _X86_VENDORS else ""
-    return f"{model}, {level}{detail}"
-
-
-class ContainerInfo(_Model):
+class ContainerInfo(FrozenModel):
     """Whether the probe runs in a container, and what showed it."""
 
     detected: bool = Field(description="Any container evidence was found.")
@@ -176,7 +90,7 @@ class ContainerInfo(_Model):
     evidence: list[str] = Field(description="What was seen: files, cgroup entries, variables.")
 
 
-class PythonInfo(_Model):
+class PythonInfo(FrozenModel):
     """The Python that ran the probe."""
 
     version: str = Field(description="Python version, e.g. '3.12.3'.")
@@ -186,7 +100,7 @@ class PythonInfo(_Model):
     )
 
 
-class DriverInfo(_Model):
+class DriverInfo(FrozenModel):
     """The NVIDIA driver, as NVML reports it (one per host)."""
 
     driver_version: str | Unavailable = Field(
@@ -198,7 +112,7 @@ class DriverInfo(_Model):
     nvml_version: str | Unavailable = Field(description="NVML library version.")
 
 
-class PowerInfo(_Model):
+class PowerInfo(FrozenModel):
     """A GPU's power limits and draw, in watts."""
 
     limit_w: float | Unavailable = Field(description="Power management limit in force.")
@@ -211,7 +125,7 @@ class PowerInfo(_Model):
     draw_w: float | Unavailable = Field(description="Power draw when probed.")
 
 
-class ClockInfo(_Model):
+class ClockInfo(FrozenModel):
     """A GPU's clocks, in MHz."""
 
     sm_mhz: int | Unavailable = Field(description="Current SM clock.")
@@ -220,7 +134,7 @@ class ClockInfo(_Model):
     mem_max_mhz: int | Unavailable = Field(description="Maximum memory clock.")
 
 
-class PcieInfo(_Model):
+class PcieInfo(FrozenModel):
     """A GPU's PCIe link. An idle GPU may lower its link generation: compare under load."""
 
     bus_id: str | Unavailable = Field(description="PCI bus id, e.g. '00000000:19:00.0'.")
@@ -233,7 +147,7 @@ class PcieInfo(_Model):
     width_max: int | Unavailable = Field(description="Maximum link width (lanes).")
 
 
-class NvLink(_Model):
+class NvLink(FrozenModel):
     """One NVLink of a GPU."""
 
     link: int = Field(description="Link index.")
@@ -243,7 +157,7 @@ class NvLink(_Model):
     remote_device_type: str | Unavailable = Field(description="GPU, SWITCH, IBMNPU or UNKNOWN.")
 
 
-class GpuInfo(_Model):
+class GpuInfo(FrozenModel):
     """One NVIDIA GPU as NVML saw it when probed."""
 
     index: int = Field(description="NVML index.")
@@ -271,7 +185,7 @@ class GpuInfo(_Model):
     compute_mode: str | Unavailable = Field(description="DEFAULT, EXCLUSIVE_PROCESS, ...")
 
 
-class P2PStatus(_Model):
+class P2PStatus(FrozenModel):
     """Peer-to-peer capability from one GPU to another (nvmlDeviceGetP2PStatus)."""
 
     gpu_a: int = Field(description="Source GPU index.")
@@ -283,7 +197,7 @@ class P2PStatus(_Model):
     prop: str | Unavailable = Field(description="P2P over PCIe (the PROP/PCI index).")
 
 
-class Topology(_Model):
+class Topology(FrozenModel):
     """The PCIe ancestor two GPUs share. NVLinked GPUs still report their PCIe path."""
 
     gpu_a: int = Field(description="First GPU index.")
@@ -293,14 +207,14 @@ class Topology(_Model):
     )
 
 
-class NvidiaSmiEvidence(_Model):
+class NvidiaSmiEvidence(FrozenModel):
     """nvidia-smi's own view of the topology, kept as text (escape sequences removed)."""
 
     topo_matrix: str | Unavailable = Field(description="Output of 'nvidia-smi topo -m'.")
     topo_p2p: str | Unavailable = Field(description="Output of 'nvidia-smi topo -p2p rwnap'.")
 
 
-class HostProbe(_Model):
+class HostProbe(FrozenModel):
     """What the machine is: CPU, OS, container, driver, GPUs and how they are linked."""
 
     collected_at: str = Field(description="When the readings were taken (UTC, ISO 8601).")
@@ -321,103 +235,10 @@ class HostProbe(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
-# sampling
-
-
-class Mark(_Model):
-    """A phase boundary recorded with GpuSampler.mark()."""
-
-    label: str = Field(description="idle, measure_start, measure_end, post, or another label.")
-    t_s: float = Field(description="Seconds since the sampler started.")
-
-
-class SampledGpu(_Model):
-    """A GPU the sampler watched, with the static facts its summary compares against."""
-
-    index: int = Field(description="NVML index.")
-    name: str | Unavailable = Field(description="Product name.")
-    pcie_gen_max: int | Unavailable = Field(description="Highest PCIe generation in this slot.")
-    pcie_width_max: int | Unavailable = Field(description="Maximum PCIe link width.")
-
-
-class GpuSample(_Model):
-    """One reading of one GPU."""
-
-    gpu: int = Field(description="NVML index.")
-    t_s: float = Field(description="Seconds since the sampler started.")
-    mark: str | None = Field(description="The mark label this reading was taken for, if any.")
-    memory_used_mib: int | Unavailable = Field(description="Memory in use, MiB.")
-    power_w: float | Unavailable = Field(description="Power draw, W.")
-    energy_mj: int | Unavailable = Field(description="Energy counter since driver load, mJ.")
-    sm_clock_mhz: int | Unavailable = Field(description="SM clock, MHz.")
-    pcie_gen: int | Unavailable = Field(description="Current PCIe generation.")
-    pcie_width: int | Unavailable = Field(description="Current PCIe width.")
-    temperature_c: int | Unavailable = Field(description="Temperature, °C.")
-    clock_event_reasons: list[str] | Unavailable = Field(description="Active clocks-event reasons.")
-
-
-class SamplingWindow(_Model):
-    """The measured window the summaries cover."""
-
-    start_s: float = Field(description="Start, seconds since the sampler started.")
-    end_s: float = Field(description="End, seconds since the sampler started.")
-    source: Literal["marks", "whole_session"] = Field(
-        description="From the measure_start/measure_end marks, or the whole session without them."
-    )
-
-
-class VramTriplet(_Model):
-    """Memory in use before, during and after the measured window, MiB."""
-
-    idle_mib: int | Unavailable = Field(
-        description="At the last 'idle' mark before the window, else the last reading before it."
-    )
-    peak_mib: int | Unavailable = Field(description="Highest reading inside the window.")
-    post_mib: int | Unavailable = Field(
-        description="At the last 'post' mark after the window, else the last reading after it."
-    )
-    growth_mib: int | Unavailable = Field(description="post - idle.")
-
-
-class GpuSummary(_Model):
-    """One GPU over the measured window."""
-
-    gpu: int = Field(description="NVML index.")
-    samples_in_window: int = Field(description="Readings inside the window.")
-    vram: VramTriplet = Field(description="Memory idle/peak/post.")
-    pcie_gen_max: int | Unavailable = Field(description="Highest PCIe generation in this slot.")
-    pcie_width_max: int | Unavailable = Field(description="Maximum PCIe width.")
-    pcie_gen_min_under_load: int | Unavailable = Field(description="Lowest generation in window.")
-    pcie_width_min_under_load: int | Unavailable = Field(description="Lowest width in window.")
-    clock_event_reasons_seen: list[str] = Field(description="Every reason active in the window.")
-    power_max_w: float | Unavailable = Field(description="Highest power draw in the window.")
-    temperature_max_c: int | Unavailable = Field(description="Highest temperature in the window.")
-    energy_j: float | Unavailable = Field(description="Energy over the window, J.")
-    energy_method: Literal["energy_counter", "power_trapezoid"] | None = Field(
-        description="Counter delta (preferred) or trapezoid over the power readings."
-    )
-
-
-class GpuSampling(_Model):
-    """What GpuSampler recorded, and its per-GPU summaries."""
-
-    started_at: str = Field(description="When sampling started (UTC, ISO 8601).")
-    interval_s: float = Field(description="Seconds between background readings.")
-    duration_s: float = Field(description="Seconds from start to stop.")
-    unavailable: str | None = Field(description="Why there are no readings; None when there are.")
-    gpus: list[SampledGpu] = Field(description="The GPUs watched.")
-    marks: list[Mark] = Field(description="Phase boundaries in time order.")
-    samples: list[GpuSample] = Field(description="Readings in time order.")
-    window: SamplingWindow | None = Field(description="The measured window; None without readings.")
-    summaries: list[GpuSummary] = Field(description="Per-GPU summaries over the window.")
-    energy_j: float | Unavailable = Field(description="Energy of all GPUs over the window, J.")
-
-
-# ---------------------------------------------------------------------------------------------
 # host load
 
 
-class ProcessCpu(_Model):
+class ProcessCpu(FrozenModel):
     """CPU time that processes of one name used in the measured windows."""
 
     comm: str = Field(
@@ -429,7 +250,7 @@ class ProcessCpu(_Model):
     )
 
 
-class HostLoad(_Model):
+class HostLoad(FrozenModel):
     """How busy the machine was while measuring, and with what: is the box quiet?
 
     Percentages are of the whole machine's capacity, ``cores`` × ``window_s``: 50 % on two
@@ -479,7 +300,7 @@ class HostLoad(_Model):
 # findings
 
 
-class Finding(_Model):
+class Finding(FrozenModel):
     """One problem with the host or the measurement, for the report's validity verdict."""
 
     code: str = Field(description="Short slug, e.g. 'pcie-link-degraded'.")

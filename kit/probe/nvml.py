@@ -81,6 +81,17 @@ def error_name(exc: BaseException) -> str:
     return name
 
 
+def start_nvml() -> tuple[Any, str | None]:
+    """pynvml, initialised; or None and why not (``NVML could not start: <error name>``)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # no bindings, no driver, a broken driver: all are answers here
+        return None, f"NVML could not start: {error_name(exc)}"
+    return pynvml, None
+
+
 def jsonable(value: Any) -> Any:
     """A plain JSON value for what a pynvml function returned (bytes, ctypes structs, lists)."""
     if isinstance(value, bytes):

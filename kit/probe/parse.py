@@ -8,10 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kit.errors import BadInputError
+from kit.probe.cpu import ARM64_ISA_FLAGS, X86_ISA_FLAGS
 from kit.probe.dump import DUMP_FORMAT, DUMP_VERSION
 from kit.probe.models import (
-    ARM64_ISA_FLAGS,
-    X86_ISA_FLAGS,
     ClockInfo,
     ContainerInfo,
     CpuInfo,

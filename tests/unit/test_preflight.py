@@ -21,7 +21,7 @@ from kit.cli import main
 from kit.errors import EnvironmentProblem
 from kit.paths import display_path, kit_home
 from kit.preflight import checks, disk_check, isa_check, memory_check, preflight
-from kit.probe.dump import parse_cpuinfo
+from kit.probe import parse_cpuinfo
 from kit.recipe import Recipe, load_recipe
 
 ROOT = Path(__file__).resolve().parents[2]

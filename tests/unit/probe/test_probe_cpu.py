@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kit.probe import CpuInfo, cpu_summary, host_probe_from_dump, isa_level, probe_host
-from kit.probe.dump import parse_cpuinfo
-from kit.probe.models import ARM64_ISA_FLAGS, X86_ISA_FLAGS, Unavailable
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-CPUINFO = FIXTURES / "cpuinfo"
+from kit.probe import (
+    CpuInfo,
+    Unavailable,
+    cpu_summary,
+    host_probe_from_dump,
+    isa_level,
+    parse_cpuinfo,
+    probe_host,
+)
+from kit.probe.cpu import ARM64_ISA_FLAGS, X86_ISA_FLAGS
 
 # file -> (vendor, model, isa, isa level, summary)
 EXPECTED: dict[str, tuple[str, str, list[str], str, str]] = {
@@ -81,37 +86,56 @@ EXPECTED: dict[str, tuple[str, str, list[str], str, str]] = {
 }
 
 
-def _cpu(parsed: dict[str, Any]) -> CpuInfo:
+@pytest.fixture
+def cpuinfo(repo_root: Path) -> Callable[[str], str]:
+    """``cpuinfo(name)``: the text of a recorded /proc/cpuinfo under tests/fixtures/cpuinfo."""
+
+    def read(name: str) -> str:
+        return (repo_root / "tests/fixtures/cpuinfo" / name).read_text()
+
+    return read
+
+
+@pytest.fixture
+def dump(repo_root: Path) -> dict[str, Any]:
+    """The recorded H200 dump (written before kit kept the CPU's vendor and ISA)."""
+    path = repo_root / "tests/fixtures/probe/h200x2-nvml-dump.json"
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def _cpu(dump: dict[str, Any], parsed: dict[str, Any]) -> CpuInfo:
     """The CpuInfo a dump holding this parse gives."""
-    dump: dict[str, Any] = json.loads((FIXTURES / "probe" / "h200x2-nvml-dump.json").read_text())
     dump["host"]["cpuinfo"] = parsed
     return host_probe_from_dump(dump).cpu
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_fixture_parses_to_vendor_model_and_isa(name: str) -> None:
+def test_fixture_parses_to_vendor_model_and_isa(
+    name: str, cpuinfo: Callable[[str], str], dump: dict[str, Any]
+) -> None:
     vendor, model, isa, level, summary = EXPECTED[name]
-    parsed = parse_cpuinfo((CPUINFO / name).read_text())
+    parsed = parse_cpuinfo(cpuinfo(name))
     assert parsed["vendor"] == vendor
     assert parsed["model"] == model
     assert parsed["isa"] == isa
     assert parsed["processors"] == 2
     assert isa_level(parsed["isa"]) == level
-    cpu = _cpu(parsed)
+    cpu = _cpu(dump, parsed)
     assert (cpu.vendor, cpu.model, cpu.isa) == (vendor, model, isa)
     assert cpu_summary(cpu) == summary
 
 
-def test_x86_fixtures_count_cores_and_see_the_hypervisor() -> None:
-    recorded = parse_cpuinfo((CPUINFO / "amd-epyc-avx2.txt").read_text())
+def test_x86_fixtures_count_cores_and_see_the_hypervisor(cpuinfo: Callable[[str], str]) -> None:
+    recorded = parse_cpuinfo(cpuinfo("amd-epyc-avx2.txt"))
     assert (recorded["physical_cores"], recorded["sockets"], recorded["hypervisor"]) == (2, 1, True)
     # two hyperthreads of one core, as on a 2-vCPU cloud VM
-    cascade = parse_cpuinfo((CPUINFO / "intel-cascadelake-avx512.txt").read_text())
+    cascade = parse_cpuinfo(cpuinfo("intel-cascadelake-avx512.txt"))
     assert (cascade["physical_cores"], cascade["sockets"], cascade["hypervisor"]) == (1, 1, True)
 
 
-def test_arm64_has_no_x86_facts() -> None:
-    parsed = parse_cpuinfo((CPUINFO / "aws-graviton3-neoverse-v1.txt").read_text())
+def test_arm64_has_no_x86_facts(cpuinfo: Callable[[str], str]) -> None:
+    parsed = parse_cpuinfo(cpuinfo("aws-graviton3-neoverse-v1.txt"))
     assert (parsed["physical_cores"], parsed["sockets"], parsed["hypervisor"]) == (None, None, None)
     # svebf16 and svei8mm are other flags than bf16 and i8mm: only the listed names count
     assert set(parsed["isa"]) <= ARM64_ISA_FLAGS
@@ -150,26 +174,25 @@ def test_isa_levels() -> None:
     assert isa_level(["asimd"]) == "arm64-neon"
 
 
-def test_text_without_flags_or_vendor() -> None:
+def test_text_without_flags_or_vendor(dump: dict[str, Any]) -> None:
     parsed = parse_cpuinfo("processor\t: 0\n\n")
     assert (parsed["vendor"], parsed["isa"], parsed["model"]) == (None, None, None)
-    cpu = _cpu(parsed)
+    cpu = _cpu(dump, parsed)
     assert cpu.vendor == Unavailable(reason="NotInCpuinfo")
     assert cpu.isa is None
     assert cpu_summary(cpu) == "unknown CPU, ISA not recorded"
 
 
-def test_a_dump_from_before_vendor_and_isa_gives_none() -> None:
+def test_a_dump_from_before_vendor_and_isa_gives_none(dump: dict[str, Any]) -> None:
     """Dumps (and the reports built from them) written before these fields still parse."""
-    dump: dict[str, Any] = json.loads((FIXTURES / "probe" / "h200x2-nvml-dump.json").read_text())
     assert "vendor" not in dump["host"]["cpuinfo"]
     cpu = host_probe_from_dump(dump).cpu
     assert (cpu.vendor, cpu.isa) == (None, None)
     assert cpu_summary(cpu) == "Intel(R) Xeon(R) Processor, ISA not recorded"
 
 
-def test_a_dump_keeps_only_known_flags() -> None:
-    cpu = _cpu({"model": "x", "vendor": "GenuineIntel", "isa": ["avx2", "mmx", "avx"]})
+def test_a_dump_keeps_only_known_flags(dump: dict[str, Any]) -> None:
+    cpu = _cpu(dump, {"model": "x", "vendor": "GenuineIntel", "isa": ["avx2", "mmx", "avx"]})
     assert cpu.isa == ["avx", "avx2"]
     assert set(cpu.isa) <= X86_ISA_FLAGS
 

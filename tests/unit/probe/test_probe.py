@@ -38,7 +38,6 @@ from kit.probe import (
 from kit.probe.dump import strip_escapes
 from kit.probe.nvml import as_reasons, constant
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probe"
 UUID0 = "GPU-00000000-0000-0000-0000-000000000001"
 
 
@@ -57,8 +56,14 @@ needs_no_gpu = pytest.mark.skipif(_nvml_works(), reason="this machine has a work
 
 
 @pytest.fixture
-def dump() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((FIXTURES / "h200x2-nvml-dump.json").read_text())
+def recorded(repo_root: Path) -> Path:
+    """tests/fixtures/probe: an anonymized dump and sampling from two H200s."""
+    return repo_root / "tests/fixtures/probe"
+
+
+@pytest.fixture
+def dump(recorded: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((recorded / "h200x2-nvml-dump.json").read_text())
     return data
 
 
@@ -68,8 +73,8 @@ def host(dump: dict[str, Any]) -> HostProbe:
 
 
 @pytest.fixture
-def sampling() -> GpuSampling:
-    return GpuSampling.model_validate_json((FIXTURES / "h200x2-sampling.json").read_text())
+def sampling(recorded: Path) -> GpuSampling:
+    return GpuSampling.model_validate_json((recorded / "h200x2-sampling.json").read_text())
 
 
 def calls(dump: dict[str, Any], gpu: int) -> dict[str, Any]:
@@ -454,11 +459,11 @@ def test_gpus_present_but_not_sampled(host: HostProbe, sampling: GpuSampling) ->
     assert findings[0].message.endswith("NVML went away")
 
 
-def test_fixture_holds_no_identities() -> None:
-    text = (FIXTURES / "h200x2-nvml-dump.json").read_text()
+def test_fixture_holds_no_identities(recorded: Path) -> None:
+    text = (recorded / "h200x2-nvml-dump.json").read_text()
     uuids = set(re.findall(r"GPU-[0-9a-fA-F-]{36}", text))
     assert uuids == {UUID0, "GPU-00000000-0000-0000-0000-000000000002"}
     dump = json.loads(text)
     assert (dump["host"]["hostname"], dump["host"]["user"]) == ("example-host", "example-user")
     assert anonymize_dump(dump) == copy.deepcopy(dump)  # nothing left to replace
-    assert "GPU-" not in (FIXTURES / "h200x2-sampling.json").read_text()
+    assert "GPU-" not in (recorded / "h200x2-sampling.json").read_text()

@@ -14,7 +14,7 @@ from kit.metrics import summarize
 from kit.recipe import REFERENCE_PROMPTS, Bench
 from kit.vllm_bench import bench_argv, compare, dataset_lines, explain, parse_result
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "vllm-bench"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm-bench"
 RESULTS = sorted(FIXTURES.glob("*.json"))
 
 

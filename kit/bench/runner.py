@@ -1,0 +1,247 @@
+"""The protocol runner: every prompt of the recipe against one server, then the prefill probe.
+
+Per prompt: warm-ups (discarded), then measured requests, sequential, one stream at a time.
+/metrics is scraped around each measured window for speculative-decoding and server-side
+figures. An error or a dying server ends the bench early with the runs so far, marked
+incomplete.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from kit.bench.stream import (
+    BenchAborted,
+    Phase,
+    RequestRecord,
+    request_body,
+    stream_request,
+    utc_now_ms,
+)
+from kit.bench.summary import (
+    BenchResult,
+    PrefillResult,
+    PromptSummary,
+    summarize_prefill,
+    summarize_prompt,
+)
+from kit.metrics import (
+    Sample,
+    SpecDecode,
+    add_spec,
+    parse_prometheus,
+    server_window,
+    spec_decode_delta,
+)
+from kit.recipe import Bench
+
+log = logging.getLogger(__name__)
+
+# The prefill probe's prompt: these words, repeated to the depth asked for.
+_FILLER_TEXT = (
+    "memory bandwidth sets the pace of decoding while prefill is bound by arithmetic and the "
+    "attention kernel reads every cached key and value for each new token in the sequence"
+)
+
+
+def _filler(words: int, salt: str) -> str:
+    """A prompt of about ``words`` filler words; the salt keeps the prefix cache from hitting."""
+    vocab = _FILLER_TEXT.split()
+    body = " ".join(vocab[i % len(vocab)] for i in range(max(words, 1)))
+    return f"[{salt}] Summarize the following notes in one sentence. {body}"
+
+
+class Bencher:
+    """Runs the protocol against one server."""
+
+    def __init__(
+        self,
+        url: str,
+        bench: Bench,
+        model: str,
+        *,
+        max_model_len: int | None = None,
+        alive: Callable[[], str] | None = None,
+        on_request: Callable[[RequestRecord], None] | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.bench = bench
+        self.model = model
+        self.max_model_len = max_model_len
+        self.alive = alive or (lambda: "")
+        self.on_request = on_request
+        self.records: list[RequestRecord] = []
+        timeout = httpx.Timeout(connect=10.0, read=bench.stall_timeout_s, write=30.0, pool=10.0)
+        self.client = httpx.Client(timeout=timeout)
+        self.hooks: list[Callable[[str], None]] = []  # phase marks for samplers
+        self.soft_failures: list[str] = []  # measurements that failed without ending the bench
+
+    def _mark(self, label: str) -> None:
+        for hook in self.hooks:
+            hook(label)
+
+    def scrape(self) -> dict[Sample, float]:
+        try:
+            resp = self.client.get(self.url + "/metrics")
+        except httpx.HTTPError:
+            return {}
+        return parse_prometheus(resp.text) if resp.status_code == 200 else {}
+
+    def _one(
+        self, body: dict[str, Any], prompt: str, phase: Phase, index: int, salt: str | None = None
+    ) -> RequestRecord:
+        rec = stream_request(
+            self.client,
+            self.url,
+            body,
+            prompt=prompt,
+            phase=phase,
+            index=index,
+            usable_fraction=self.bench.usable_fraction,
+            deadline_s=self.bench.request_timeout_s,
+            salt=salt,
+        )
+        self.records.append(rec)
+        if self.on_request:
+            self.on_request(rec)
+        if rec.error is not None:
+            dead = self.alive()
+            raise BenchAborted(
+                f"{prompt} {phase} #{index}: {rec.error}" + (f" ({dead})" if dead else "")
+            )
+        return rec
+
+    def run(self) -> BenchResult:
+        started = utc_now_ms()
+        summaries: list[PromptSummary] = []
+        prefill: list[PrefillResult] = []
+        windows: list[SpecDecode] = []
+        reason: str | None = None
+        try:
+            self._mark("idle")
+            for prompt in self.bench.prompts:
+                body = request_body(self.bench, self.model, prompt.text, prompt.max_tokens)
+                for i in range(self.bench.warmups):
+                    self._one(body, prompt.name, "warmup", i)
+                before = self.scrape()
+                self._mark("measure_start")
+                try:
+                    for i in range(self.bench.runs):
+                        self._one(body, prompt.name, "measured", i)
+                finally:
+                    self._mark("measure_end")
+                    after = self.scrape()
+                    summary = summarize_prompt(prompt, self.records)
+                    spec = spec_decode_delta(before, after) if before and after else None
+                    if spec is not None:
+                        windows.append(spec)
+                    server = server_window(before, after) if before and after else None
+                    summaries.append(
+                        summary.model_copy(update={"spec_decode": spec, "server": server})
+                    )
+            if self.bench.prefill is not None:
+                for depth in self.bench.prefill.depths:
+                    prefill.append(self._prefill(depth))
+            self._mark("post")
+            if self.soft_failures:
+                reason = "; ".join(self.soft_failures)
+        except BenchAborted as exc:
+            reason = str(exc)
+            log.error("bench: stopped early: %s", reason)
+        except KeyboardInterrupt:
+            reason = "interrupted by the user"
+            log.error("bench: interrupted; keeping the %d requests so far", len(self.records))
+        finally:
+            self.client.close()
+        done = {s.prompt for s in summaries}
+        for prompt in self.bench.prompts:
+            if prompt.name not in done and any(r.prompt == prompt.name for r in self.records):
+                summaries.append(summarize_prompt(prompt, self.records))
+        return BenchResult(
+            target=self.url,
+            served_model=self.model,
+            started_at=started,
+            finished_at=utc_now_ms(),
+            complete=reason is None,
+            incomplete_reason=reason,
+            request_template={
+                k: v
+                for k, v in request_body(self.bench, self.model, "", 0).items()
+                if k not in {"messages", "max_tokens"}
+            },
+            records=self.records,
+            prompts=summaries,
+            prefill=prefill,
+            spec_decode=add_spec(windows),
+        )
+
+    def _count_tokens(self, text: str) -> int | None:
+        """Prompt tokens for a chat message via vLLM's /tokenize; None when unsupported."""
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": text}],
+            "add_generation_prompt": True,
+            "chat_template_kwargs": dict(self.bench.chat_template_kwargs),
+        }
+        try:
+            resp = self.client.post(self.url + "/tokenize", json=body)
+            return int(resp.json()["count"]) if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+
+    def _words_for(self, depth: int) -> int | None:
+        """Filler words giving ``depth`` prompt tokens, fitted on two /tokenize counts."""
+        a_words, b_words = 64, 512
+        a = self._count_tokens(_filler(a_words, "0" * 16))
+        b = self._count_tokens(_filler(b_words, "0" * 16))
+        if a is None or b is None or b <= a:
+            return None
+        per_word = (b - a) / (b_words - a_words)
+        fixed = a - per_word * a_words
+        return max(int((depth - fixed) / per_word), 1)
+
+    def _prefill(self, depth: int) -> PrefillResult:
+        p = self.bench.prefill
+        assert p is not None
+        limit = self.max_model_len
+        if limit is not None and depth + p.max_tokens + 64 > limit:
+            return PrefillResult(
+                depth=depth,
+                status="skipped",
+                reason=f"beyond the served context ({limit} tokens)",
+            )
+        name = f"prefill-{depth}"
+        words = self._words_for(depth)
+        # without /tokenize, the calibrating warm-up starts low and each run rescales
+        calibrate = words is None
+        if words is None:
+            words = max(depth // 4, 16)
+        try:
+            for i in range(p.warmups + p.runs):
+                phase: Phase = "prefill_warmup" if i < p.warmups else "prefill"
+                salt = secrets.token_hex(8)
+                body = request_body(self.bench, self.model, _filler(words, salt), p.max_tokens)
+                body.pop("ignore_eos", None)
+                index = i if phase == "prefill_warmup" else i - p.warmups
+                rec = self._one(body, name, phase, index, salt=salt)
+                if calibrate and rec.prompt_tokens:
+                    words = max(int(words * depth / rec.prompt_tokens), 16)
+        except BenchAborted as exc:
+            if self.alive():
+                raise
+            self.soft_failures.append(f"{name}: {exc}")
+            return PrefillResult(depth=depth, status="failed", reason=str(exc))
+        return summarize_prefill(depth, self.records)
+
+
+def model_info(url: str) -> tuple[str, int | None]:
+    """Served model name and its max_model_len, from /v1/models."""
+    resp = httpx.get(url.rstrip("/") + "/v1/models", timeout=10)
+    entry = resp.json()["data"][0]
+    limit = entry.get("max_model_len")
+    return str(entry["id"]), int(limit) if limit else None

@@ -1,0 +1,92 @@
+"""What a bench run gives: per-prompt summaries, prefill results and the whole result.
+
+The summaries are computed from the request records alone, so a verifier recomputing them
+from a report's records gets the same figures.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from kit.base import KitModel
+from kit.bench.stream import RequestRecord
+from kit.metrics import ServerWindow, SpecDecode, Stats, summarize
+from kit.recipe import Prompt
+
+
+class PromptSummary(KitModel):
+    prompt: str = Field(description="Prompt name.")
+    max_tokens: int = Field(description="max_tokens sent.")
+    measured: int = Field(description="Measured runs attempted.")
+    usable: int = Field(description="Usable measured runs (the statistics use these).")
+    decode_tps: Stats = Field(description="Decode tokens/s.")
+    wall_tps: Stats = Field(description="Wall tokens/s.")
+    ttft_ms: Stats = Field(description="Time to first token, ms.")
+    completion_tokens: Stats = Field(description="Generated tokens per run.")
+    spec_decode: SpecDecode | None = Field(None, description="Over this prompt's measured runs.")
+    server: ServerWindow | None = Field(None, description="Server-side figures, same window.")
+
+
+class PrefillResult(KitModel):
+    depth: int = Field(description="Target prompt length in tokens.")
+    status: Literal["measured", "skipped", "failed"] = Field(description="Outcome.")
+    reason: str | None = Field(None, description="Why skipped or failed.")
+    prompt_tokens: Stats | None = Field(None, description="Actual prompt tokens.")
+    ttft_ms: Stats | None = Field(None, description="TTFT, ms.")
+    prefill_tps: Stats | None = Field(None, description="prompt_tokens / TTFT.")
+
+
+class BenchResult(KitModel):
+    target: str = Field(description="Base URL benchmarked (host redacted to loopback form).")
+    served_model: str = Field(description="Model name used in requests.")
+    started_at: str = Field(description="UTC start.")
+    finished_at: str = Field(description="UTC end.")
+    complete: bool = Field(description="Every planned request ran without error.")
+    incomplete_reason: str | None = Field(None, description="Why not, when not.")
+    request_template: dict[str, Any] = Field(description="The request body sent (sans prompt).")
+    records: list[RequestRecord] = Field(description="Every request, warm-ups included.")
+    prompts: list[PromptSummary] = Field(description="Per-prompt summaries.")
+    prefill: list[PrefillResult] = Field(description="Prefill probe results.")
+    spec_decode: SpecDecode | None = Field(None, description="All measured windows together.")
+
+
+def summarize_prompt(prompt: Prompt, records: list[RequestRecord]) -> PromptSummary:
+    """One prompt's statistics over its usable measured runs (spec decode and server aside)."""
+    measured = [r for r in records if r.prompt == prompt.name and r.phase == "measured"]
+    usable = [r for r in measured if r.usable]
+    return PromptSummary(
+        prompt=prompt.name,
+        max_tokens=prompt.max_tokens,
+        measured=len(measured),
+        usable=len(usable),
+        decode_tps=summarize(r.decode_tps for r in usable if r.decode_tps is not None),
+        wall_tps=summarize(r.wall_tps for r in usable if r.wall_tps is not None),
+        ttft_ms=summarize(r.ttft_s * 1000 for r in usable if r.ttft_s is not None),
+        completion_tokens=summarize(
+            r.completion_tokens for r in usable if r.completion_tokens is not None
+        ),
+    )
+
+
+def summarize_prefill(depth: int, records: list[RequestRecord]) -> PrefillResult:
+    """One prefill depth's statistics over its error-free measured runs."""
+    runs = [
+        r
+        for r in records
+        if r.prompt == f"prefill-{depth}"
+        and r.phase == "prefill"
+        and r.error is None
+        and r.ttft_s
+        and r.prompt_tokens
+    ]
+    if not runs:
+        return PrefillResult(depth=depth, status="failed", reason="no successful run")
+    return PrefillResult(
+        depth=depth,
+        status="measured",
+        prompt_tokens=summarize(float(r.prompt_tokens or 0) for r in runs),
+        ttft_ms=summarize((r.ttft_s or 0) * 1000 for r in runs),
+        prefill_tps=summarize((r.prompt_tokens or 0) / (r.ttft_s or 1) for r in runs),
+    )
