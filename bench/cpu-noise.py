@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kit import engine as engine_mod
 from kit.bench import Bencher, model_info
-from kit.pipeline import build
+from kit.build import build
 from kit.probe import HostLoadSampler
 from kit.recipe import load_recipe
 from kit.serve import NativeRuntime

@@ -71,16 +71,6 @@ class EngineEnv(BaseModel):
         None, description="The series as verified on this engine just before serving."
     )
 
-    def for_report(self) -> dict[str, object]:
-        data = self.model_dump(mode="json", exclude={"patches"})
-        data["python"] = display_path(Path(self.python))
-        data["site_packages"] = display_path(Path(self.site_packages))
-        if self.pythonpath:
-            data["pythonpath"] = ":".join(
-                display_path(Path(p)) for p in self.pythonpath.split(os.pathsep)
-            )
-        return data
-
 
 def inspect(python: str, pythonpath: str | None = None) -> dict[str, object]:
     env = dict(os.environ)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import secrets
 import sys
@@ -24,7 +25,7 @@ from kit.paths import display_path
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
 from kit.recipe import LoadedRecipe
 from kit.recipe.protocol import departures
-from kit.report.schema import Report, ServerInfo
+from kit.report.schema import EngineInfo, Report, ServerInfo
 from kit.report.validity import Validity, verdict
 from kit.roofline import Roofline
 from kit.vllm_bench import VllmBench
@@ -130,11 +131,9 @@ def finish_report(
         versions.update({f"build.{k}": v for k, v in built.quantization.versions.items()})
     complete = failure is None and result is not None and result.complete
     reason = failure or (result.incomplete_reason if result else "no bench ran")
-    engine = env.for_report() if env else None
+    engine = engine_info(env, image) if env else None
     if image is not None:
         versions.update({"image": image.ref, "image.id": image.id})
-        if engine is not None:
-            engine = {**engine, "image": image.ref, "image_id": image.id}
     out = report.model_copy(
         update={
             "created_at": now_utc(),
@@ -159,6 +158,27 @@ def finish_report(
     )
     validity = verdict(out, ev.host, ev.sampling)
     return out.model_copy(update={"validity": validity})
+
+
+def engine_info(env: EngineEnv, image: ImageRef | None = None) -> EngineInfo:
+    """The engine section of a report: the environment with its paths shown like every other
+    path in reports, and the image it ran from in containers."""
+    pythonpath = env.pythonpath
+    if pythonpath:
+        pythonpath = ":".join(display_path(Path(p)) for p in pythonpath.split(os.pathsep))
+    return EngineInfo(
+        kind=env.kind,
+        name=env.name,
+        version=env.version,
+        python=display_path(Path(env.python)),
+        python_version=env.python_version,
+        site_packages=display_path(Path(env.site_packages)),
+        pythonpath=pythonpath,
+        versions=env.versions,
+        patch_series=env.patch_series,
+        image=image.ref if image else None,
+        image_id=image.id if image else None,
+    )
 
 
 def server_info(server: RunningServer, runtime: Literal["native", "compose"]) -> ServerInfo:

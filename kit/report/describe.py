@@ -100,11 +100,11 @@ def _interconnect(host: HostProbe) -> str | None:
 
 
 def engine_text(report: Report) -> str:
-    engine = report.engine or {}
+    engine = report.engine
     server = report.recipe.get("server") or {}
     recipe_engine = server.get("engine") or {}
-    name = engine.get("name") or recipe_engine.get("name") or "?"
-    version = engine.get("version") or recipe_engine.get("version") or "?"
+    name = (engine.name if engine else None) or recipe_engine.get("name") or "?"
+    version = (engine.version if engine else None) or recipe_engine.get("version") or "?"
     text = f"{name} {version}"
     if report.patches is not None:
         count = len(report.patches.patches)

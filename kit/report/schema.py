@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from kit.base import KitModel
 from kit.bench import BenchResult
@@ -27,6 +27,34 @@ from kit.vllm_bench import VllmBench
 # written, so an upgrade is applied to the parsed payload for reading, never to the file.
 UPGRADES: list[Upgrade] = []
 SCHEMA_VERSION = current_version(UPGRADES)
+
+
+class EngineInfo(KitModel):
+    """The engine that served: what it was and where it ran (paths KIT_HOME-relative)."""
+
+    kind: Literal["managed", "external"] = Field(description="kit's own venv, or given.")
+    name: str = Field(description="Engine distribution.")
+    version: str = Field(description="Installed engine version.")
+    python: str = Field(description="Interpreter running the engine.")
+    python_version: str = Field(description="Its Python version.")
+    site_packages: str = Field(description="Where the engine package lives.")
+    pythonpath: str | None = Field(None, description="PYTHONPATH used with an external engine.")
+    versions: dict[str, str] = Field(description="torch, transformers, triton in that env.")
+    patch_series: str | None = Field(None, description="Patch series this env carries.")
+    image: str | None = Field(
+        None, description="The image it ran from (compose runs only; absent otherwise)."
+    )
+    image_id: str | None = Field(
+        None, description="That image's id (compose runs only; absent otherwise)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _image_only_in_containers(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        for key in ("image", "image_id"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class ServerInfo(KitModel):
@@ -63,7 +91,7 @@ class Report(KitModel):
     recipe: dict[str, Any] = Field(description="The resolved recipe.")
     recipe_sha256: str = Field(description="sha256 of the resolved recipe's canonical JSON.")
     versions: dict[str, str] = Field(description="kit, python, engine, torch, ... versions.")
-    engine: dict[str, Any] | None = Field(None, description="The engine environment used.")
+    engine: EngineInfo | None = Field(None, description="The engine environment used.")
     patches: PatchManifest | None = Field(
         None, description="Patch series on the engine: patch and file sha256s, verified at boot."
     )

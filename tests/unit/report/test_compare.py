@@ -258,7 +258,7 @@ def test_gpu_against_cpu_host_names_every_hardware_part(a: Report, gpu: Report) 
 
 def test_engine_serving_and_patch_differences_are_warnings(a: Report, b: Report) -> None:
     assert b.engine is not None and b.patches is not None
-    engine = {**b.engine, "version": "0.32.1"}
+    engine = b.engine.model_copy(update={"version": "0.32.1"})
     patch = b.patches.patches[0].model_copy(update={"sha256": "0" * 64})
     patches = b.patches.model_copy(update={"patches": [patch]})
     other = with_recipe(

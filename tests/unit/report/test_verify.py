@@ -46,6 +46,7 @@ from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe, recipe
 from kit.report import Report, ServerInfo
 from kit.report.assemble import Evidence, finish_report, new_report
 from kit.report.files import encode_report, read_report
+from kit.report.schema import EngineInfo
 from kit.report.verify import Checklist, verify_report
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -369,18 +370,18 @@ def build_report(
                 "platform": "Linux-6.8-x86_64-with-glibc2.39",
                 engine.name: engine.version,
             },
-            "engine": {
-                "kind": "managed",
-                "name": engine.name,
-                "version": engine.version,
-                "python": f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/bin/python",
-                "python_version": "3.11.7",
-                "site_packages": f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/"
+            "engine": EngineInfo(
+                kind="managed",
+                name=engine.name,
+                version=engine.version,
+                python=f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/bin/python",
+                python_version="3.11.7",
+                site_packages=f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/"
                 "lib/python3.11/site-packages",
-                "pythonpath": None,
-                "versions": {"torch": "2.13.0+cpu", engine.name: engine.version},
-                "patch_series": patches["series"] if patches else None,
-            },
+                pythonpath=None,
+                versions={"torch": "2.13.0+cpu", engine.name: engine.version},
+                patch_series=patches["series"] if patches else None,
+            ),
             "patches": PatchManifest.model_validate(patches) if patches else None,
         }
     )
