@@ -13,19 +13,15 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from kit import image
 from kit.recipe import LoadedRecipe, load_recipe
-from kit.sign import KeyPair, generate_keypair
+from kit.signing import KeyPair, generate_keypair
 
-ROOT = Path(__file__).resolve().parents[2]
-RECIPES = ROOT / "recipes"
-CPU_RECIPE = RECIPES / "cpu-tiny.yaml"
-GPU_RECIPE = RECIPES / "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 KIT = str(Path(sys.executable).parent / "kit")
 # cpu-tiny with a small protocol, to stay fast on 2 cores (a file, so make targets can use it)
 SMALL_RECIPE = """\
@@ -85,10 +81,10 @@ def docker_engine(compose_cmd: list[str]) -> None:
 
 
 @pytest.fixture(scope="session")
-def timings() -> Iterator[dict[str, float]]:
+def timings(repo_root: Path) -> Iterator[dict[str, float]]:
     out: dict[str, float] = {}
     yield out
-    path = ROOT / "build" / "container-timings.json"
+    path = repo_root / "build" / "container-timings.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
     sys.stderr.write(f"\ncontainer timings (s): {json.dumps(out)}\n")
@@ -104,9 +100,9 @@ def base_image(docker_engine: None, timings: dict[str, float]) -> image.ImageInf
 
 
 @pytest.fixture(scope="session")
-def small_recipe() -> Path:
+def small_recipe(repo_root: Path) -> Path:
     """cpu-tiny with a small protocol, inside the checkout (compose mounts its directory)."""
-    path = ROOT / "build" / "container-test" / "cpu-tiny-small.yaml"
+    path = repo_root / "build" / "container-test" / "cpu-tiny-small.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(SMALL_RECIPE)
     return path
@@ -134,18 +130,33 @@ def keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
     return generate_keypair(tmp_path_factory.mktemp("keys"), "ci")
 
 
-def run_kit(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 1800
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [KIT, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+@pytest.fixture(scope="session")
+def gpu_recipe(repo_root: Path) -> Path:
+    """The seed's GPU recipe (two NVIDIA GPUs)."""
+    return repo_root / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
+
+
+KitRun = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="session")
+def run_kit(repo_root: Path) -> KitRun:
+    """Runs the kit CLI in the checkout: run_kit(*args, env=None, timeout=1800)."""
+
+    def run(
+        *args: str, env: dict[str, str] | None = None, timeout: float = 1800
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [KIT, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=repo_root,
+            env={**os.environ, **(env or {})},
+            check=False,
+        )
+
+    return run
 
 
 def project_containers(project: str) -> list[str]:

@@ -16,21 +16,21 @@ import pytest
 from kit import compose, image
 from kit.errors import EnvironmentProblem, ServerError
 from kit.recipe import LoadedRecipe, load_recipe
-from kit.sign import KeyPair, load_public_key, read_report
-from kit.verify import verify_report
+from kit.report.verify import verify_report
+from kit.signing import KeyPair, load_public_key, read_payload
 
-from .conftest import GPU_RECIPE, ROOT, make, project_containers, run_kit
+from .conftest import KitRun, make, project_containers
 
 pytestmark = pytest.mark.container
 
 
 def read_signed(path: Path, keys: KeyPair) -> dict:  # type: ignore[type-arg]
-    data, check = read_report(path.read_bytes(), load_public_key(keys.public_key))
+    data, check = read_payload(path.read_bytes(), load_public_key(keys.public_key))
     assert check.valid, check.reason
     return data
 
 
-def test_no_docker_engine_is_exit_3_with_a_hint(tmp_path: Path) -> None:
+def test_no_docker_engine_is_exit_3_with_a_hint(run_kit: KitRun, tmp_path: Path) -> None:
     env = {"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"}
     proc = run_kit(
         "reproduce", "--runtime", "compose", "recipes/cpu-tiny.yaml", "-o", str(tmp_path), env=env
@@ -44,9 +44,11 @@ def test_no_docker_engine_is_exit_3_with_a_hint(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("cpu-tiny-*"))
 
 
-def test_gpu_recipe_without_gpus_is_exit_3(docker_engine: None, tmp_path: Path) -> None:
+def test_gpu_recipe_without_gpus_is_exit_3(
+    docker_engine: None, gpu_recipe: Path, tmp_path: Path
+) -> None:
     loaded = load_recipe(
-        GPU_RECIPE, ["server.engine.image=vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64]
+        gpu_recipe, ["server.engine.image=vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64]
     )
     with pytest.raises(EnvironmentProblem) as err:
         compose.reproduce(loaded, tmp_path)
@@ -74,12 +76,14 @@ def test_reproduce_in_containers_writes_a_signed_report(
     cpu_image: image.ImageInfo,
     small_recipe: Path,
     keypair: KeyPair,
+    repo_root: Path,
+    run_kit: KitRun,
     tmp_path: Path,
     timings: dict[str, float],
 ) -> None:
     t0 = time.monotonic()
     proc = run_kit(
-        "reproduce", "--runtime", "compose", str(small_recipe.relative_to(ROOT)),
+        "reproduce", "--runtime", "compose", str(small_recipe.relative_to(repo_root)),
         "-o", str(tmp_path), "--key", str(keypair.private_key),
     )  # fmt: skip
     timings["stack_run_s"] = round(time.monotonic() - t0, 1)
@@ -112,21 +116,26 @@ def test_make_up_bench_down(
     cpu_image: image.ImageInfo,
     small_recipe: Path,
     keypair: KeyPair,
+    repo_root: Path,
     tmp_path: Path,
     timings: dict[str, float],
 ) -> None:
     env = {**os.environ, "KIT_SIGNING_KEY": str(keypair.private_key)}
-    args = [f"RECIPE={small_recipe.relative_to(ROOT)}", f"REPORTS={tmp_path}"]
+    args = [f"RECIPE={small_recipe.relative_to(repo_root)}", f"REPORTS={tmp_path}"]
     t0 = time.monotonic()
     try:
         for target in ("up", "bench"):
             proc = subprocess.run(
-                [make(), "-s", target, *args], cwd=ROOT, env=env, capture_output=True, text=True
+                [make(), "-s", target, *args],
+                cwd=repo_root,
+                env=env,
+                capture_output=True,
+                text=True,
             )
             assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     finally:
         down = subprocess.run(
-            [make(), "-s", "down", *args], cwd=ROOT, env=env, capture_output=True, text=True
+            [make(), "-s", "down", *args], cwd=repo_root, env=env, capture_output=True, text=True
         )
     timings["make_up_bench_down_s"] = round(time.monotonic() - t0, 1)
     assert down.returncode == 0, down.stderr
@@ -211,6 +220,6 @@ def test_unhealthy_server_is_exit_3(
         compose.reproduce(loaded, tmp_path, sign=False, build=False)
     assert err.value.message == "the server container did not become healthy within 1 s"
     (report,) = tmp_path.glob("cpu-tiny-small-*/report.json")
-    data, check = read_report(report.read_bytes())
+    data, check = read_payload(report.read_bytes())
     assert not check.signed and data["status"] == "incomplete"
     assert project_containers("kit-cpu-tiny-small") == []

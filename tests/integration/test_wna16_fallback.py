@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,8 @@ import pytest
 
 from kit.engine import EngineEnv
 from kit.enginelog import read_engine_choices
-from kit.pipeline import Built
 from kit.recipe import LoadedRecipe, load_recipe
-from kit.serve import NativeRuntime, RunningServer
+from kit.serve import RunningServer
 
 pytestmark = pytest.mark.integration
 
@@ -73,15 +73,11 @@ def test_compiled_kernel_matches_the_torch_path(kernel_check: list[dict[str, Any
 @pytest.fixture(scope="module")
 def forced_server(
     cpu_recipe: LoadedRecipe,
-    built: Built,
-    engine_env: EngineEnv,
+    start_server: Callable[[LoadedRecipe, Path], AbstractContextManager[RunningServer]],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RunningServer]:
     forced = load_recipe(cpu_recipe.path, ["server.env.VLLM_CPU_WNA16_TORCH=1"])
-    log_path = tmp_path_factory.mktemp("forced") / "server.log"
-    with NativeRuntime(engine_env).start(
-        forced.recipe, built.served_dir, built.draft_dir, log_path
-    ) as srv:
+    with start_server(forced, tmp_path_factory.mktemp("forced")) as srv:
         yield srv
 
 

@@ -1,4 +1,4 @@
-"""Real faults, run last: a server that never starts, and the session server killed mid-bench."""
+"""Real faults: a server that never starts, and a server of the test's own killed mid-bench."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kit.bench import Bencher, RequestRecord, model_info
 from kit.recipe import LoadedRecipe, Prompt
 from kit.serve import RunningServer
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
 
 
 def _payload(path: Path) -> dict:
@@ -22,14 +24,14 @@ def _payload(path: Path) -> dict:
     return json.loads(base64.b64decode(envelope["payload"]))
 
 
-def test_server_that_never_starts_exits_3_with_log_tail(tmp_path: Path) -> None:
+def test_server_that_never_starts_exits_3_with_log_tail(repo_root: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "kit.cli",
             "reproduce",
-            str(ROOT / "recipes" / "cpu-tiny.yaml"),
+            str(repo_root / "recipes" / "cpu-tiny.yaml"),
             "--set",
             "server.extra_args=[--no-such-flag]",
             "--no-sign",
@@ -55,9 +57,8 @@ def test_server_that_never_starts_exits_3_with_log_tail(tmp_path: Path) -> None:
 
 
 def test_server_killed_mid_bench_keeps_runs(
-    cpu_recipe: LoadedRecipe, server: RunningServer
+    cpu_recipe: LoadedRecipe, own_server: RunningServer
 ) -> None:
-    """Kills the session server: keep this the last test that uses it."""
     bench = cpu_recipe.recipe.bench.model_copy(
         update={
             "warmups": 0,
@@ -70,17 +71,17 @@ def test_server_killed_mid_bench_keeps_runs(
 
     def kill_after_two(rec: RequestRecord) -> None:
         measured.append(rec)
-        if len(measured) == 2 and server.process is not None:
-            os.killpg(server.process.pid, signal.SIGKILL)
-            server.process.wait(timeout=30)
+        if len(measured) == 2 and own_server.process is not None:
+            os.killpg(own_server.process.pid, signal.SIGKILL)
+            own_server.process.wait(timeout=30)
 
-    name, max_len = model_info(server.url)
+    name, max_len = model_info(own_server.url)
     result = Bencher(
-        server.url,
+        own_server.url,
         bench,
         name,
         max_model_len=max_len,
-        alive=server.exit_reason,
+        alive=own_server.exit_reason,
         on_request=kill_after_two,
     ).run()
     assert result.complete is False
