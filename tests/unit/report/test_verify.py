@@ -7,7 +7,7 @@ summary functions, the host probe parsed from the dump recorded on two H200s) an
 ``tests/fixtures/reports/`` holds its output for the compare/show tests and for trying the CLI;
 after a change to the report models or the recipe, rewrite them with
 
-    KIT_REGEN_FIXTURES=1 .venv/bin/python -m pytest tests/unit/test_verify.py -k fixtures
+    KIT_REGEN_FIXTURES=1 .venv/bin/python -m pytest tests/unit/report/test_verify.py -k fixtures
 """
 
 from __future__ import annotations
