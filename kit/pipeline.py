@@ -7,7 +7,9 @@ after the build still writes one, marked incomplete.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,7 +36,7 @@ from kit.report.assemble import (
 )
 from kit.report.files import write_report
 from kit.report.schema import Report, ServerInfo
-from kit.serve import NativeRuntime
+from kit.serve import NativeRuntime, RunningServer
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +110,22 @@ def bench_target(
     )
     report = finish_report(report, built=None, env=None, result=result, failure=None, evidence=ev)
     return report, write_report(report, out_root / f"{loaded.recipe.name}-{run_id}", private_key)
+
+
+@contextlib.contextmanager
+def serve(
+    loaded: LoadedRecipe,
+    log_path: Path,
+    *,
+    engine_python: str | None = None,
+    port: int | None = None,
+) -> Iterator[RunningServer]:
+    """Build (cached), resolve the engine and serve the recipe's model natively until the
+    block ends; the server is always torn down."""
+    built = build(loaded)
+    server_recipe = loaded.recipe.server
+    env = engine_mod.resolve(server_recipe.engine, server_recipe.patches, engine_python)
+    with NativeRuntime(env).start(
+        loaded.recipe, built.served_dir, built.draft_dir, log_path, port
+    ) as server:
+        yield server

@@ -14,13 +14,12 @@ import click
 from kit.cli.options import F, set_option, sign_options
 from kit.errors import EXIT_ENVIRONMENT, ServerError
 from kit.recipe import load_recipe
+from kit.recipe.protocol import REFERENCE_PROTOCOL
 
 if TYPE_CHECKING:
     from kit.report.schema import Report
 
 log = logging.getLogger(__name__)
-
-REFERENCE_PROTOCOL = Path(__file__).parents[1] / "data" / "reference-protocol.yaml"
 
 
 def _out_option(f: F) -> F:
@@ -91,18 +90,13 @@ def serve(
     Example:
       kit serve recipes/cpu-tiny.yaml --port 8000
     """
-    from kit import engine
-    from kit.build import build as build_stage
-    from kit.serve import NativeRuntime, install_sigterm_handler
+    from kit.pipeline import serve as serve_recipe
+    from kit.serve import install_sigterm_handler
 
     install_sigterm_handler()
     loaded = load_recipe(path, overrides)
-    built = build_stage(loaded)
-    env = engine.resolve(loaded.recipe.server.engine, loaded.recipe.server.patches, engine_python)
     log_path = Path("reports") / f"serve-{loaded.recipe.name}.log"
-    with NativeRuntime(env).start(
-        loaded.recipe, built.served_dir, built.draft_dir, log_path, port
-    ) as server:
+    with serve_recipe(loaded, log_path, engine_python=engine_python, port=port) as server:
         click.echo(server.url)
         log.info(
             "serving %s at %s; Ctrl-C stops it", loaded.recipe.server.served_model_name, server.url

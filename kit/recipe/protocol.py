@@ -7,12 +7,16 @@ are none. A recipe's ``reference`` section holds the published figures to compar
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.recipe.serving import REFERENCE_PROMPTS, Bench, Sampling
+
+# the reference protocol as a recipe: what `kit bench` measures without one
+REFERENCE_PROTOCOL = Path(__file__).parents[1] / "data" / "reference-protocol.yaml"
 
 
 def departures(bench: Bench) -> list[str]:
