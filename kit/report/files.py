@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from kit.errors import BadInputError, VerificationFailed
 from kit.report.schema import SCHEMA_VERSION, Report, report_json_schema
 from kit.signing import (
+    Envelope,
     SignatureCheck,
     canonical_bytes,
     load_payload,
@@ -62,18 +63,22 @@ def write_report(
     return path
 
 
+def open_report(source: Path | str | bytes) -> tuple[str, Envelope]:
+    """A report file's label (its path, or ``<bytes>``) and its envelope, opened within the
+    limits; its payload is not yet parsed or trusted. The first step of every reader."""
+    if isinstance(source, bytes):
+        return "<bytes>", open_envelope(source)
+    return str(source), open_envelope_file(Path(source))
+
+
 def read_report(
     source: Path | str | bytes, public_key: Ed25519PublicKey | None = None
 ) -> tuple[Report, SignatureCheck]:
     """Read a report file (a path, or its bytes): limits, envelope, signature, canonical
     payload, strict schema. With a key, a report not validly signed by it raises
     ``VerificationFailed``; everything malformed raises ``BadInputError`` naming the file."""
-    if isinstance(source, bytes):
-        prefix = ""
-        env = open_envelope(source)
-    else:
-        prefix = f"{source}: "
-        env = open_envelope_file(Path(source))
+    label, env = open_report(source)
+    prefix = "" if isinstance(source, bytes) else f"{label}: "
     check = verify_envelope(env, public_key)
     if public_key is not None and not check.valid:
         raise VerificationFailed(
@@ -84,7 +89,7 @@ def read_report(
         data = load_payload(env)
     except BadInputError as e:
         raise BadInputError(prefix + e.message, hint=e.hint) from None
-    report, problems = validate_payload(env.payload, data, prefix.removesuffix(": ") or "<bytes>")
+    report, problems = validate_payload(env.payload, data, label)
     if report is None:
         raise BadInputError("\n".join(problems), hint=READ_HINT)
     return report, check

@@ -32,7 +32,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from kit.errors import BadInputError
-from kit.report.files import schema_validator, validate_payload
+from kit.report.files import open_report, schema_validator, validate_payload
 from kit.report.schema import Report
 from kit.report.validity import verdict
 from kit.report.verify.checklist import CheckItem, Checklist, check_item, differences, dump
@@ -43,8 +43,6 @@ from kit.signing import (
     MAX_DEPTH,
     Envelope,
     load_payload,
-    open_envelope,
-    open_envelope_file,
     verify_envelope,
 )
 
@@ -61,12 +59,7 @@ def verify_report(
 
     Raises ``BadInputError`` only when the file cannot be opened as a kit report envelope.
     """
-    if isinstance(source, bytes):
-        label = "<bytes>"
-        env = open_envelope(source)
-    else:
-        label = str(source)
-        env = open_envelope_file(Path(source))
+    label, env = open_report(source)
     items = [
         CheckItem(
             name="envelope",
