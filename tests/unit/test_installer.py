@@ -10,8 +10,6 @@ import tomllib
 
 from kit import installer
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,8 +57,8 @@ def test_uv_settings_win(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     assert args == [] and env == {}
 
 
-def test_pinned_uv_matches_pyproject() -> None:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+def test_pinned_uv_matches_pyproject(repo_root: Path) -> None:
+    deps = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["dependencies"]
     assert f"uv=={installer.UV_VERSION}" in deps
 
 

