@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -122,15 +123,27 @@ def _message(err: Any, path: str, data: Any, root: type[BaseModel]) -> tuple[str
 
 
 def problems(
-    exc: ValidationError, data: Any, label: str, root: type[BaseModel], *, split_top: bool = False
+    exc: ValidationError,
+    data: Any,
+    label: str,
+    root: type[BaseModel],
+    *,
+    split_top: bool = False,
+    where: Callable[[str], str | None] | None = None,
 ) -> list[str]:
     """One ``label: path: message`` line per error. With ``split_top``, a model-level check
-    that joined several problems with '; ' gives one line each, without a path."""
+    that joined several problems with '; ' gives one line each, without a path. ``where``
+    turns a field path into the place that holds it (``file:line:col``, or another label);
+    a model-level message that starts with a field path is placed by that path."""
+
+    def place(path: str) -> str:
+        return (where(path) if where is not None else None) or label
+
     out: list[str] = []
     for err in exc.errors(include_url=False):
         path, msg = _message(err, friendly_path(tuple(err["loc"]), data, root), data, root)
         if split_top and err["type"] == "value_error" and path == "(top)":
-            out.extend(f"{label}: {m}" for m in msg.split("; "))
+            out.extend(f"{place(m.split(' ', 1)[0].rstrip(':'))}: {m}" for m in msg.split("; "))
             continue
-        out.append(f"{label}: {path}: {msg}")
+        out.append(f"{place(path)}: {path}: {msg}")
     return out

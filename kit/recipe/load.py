@@ -4,22 +4,33 @@
 Older ``schema_version`` layouts are brought to the current one through :data:`UPGRADES`
 (see :mod:`kit.migrations`) before any override applies, since ``--set`` names fields of the
 current layout.
+
+Files are read through :mod:`kit.recipe.yamlsafe` (size, type and YAML limits). ``extends`` is
+relative to the file that names it, reaches only the recipe's own directory and the repository
+holding it (unless ``KIT_RECIPE_EXTENDS_ANYWHERE=1``), and a chain holds at most
+:data:`MAX_EXTENDS` files. Each problem names its place: ``file:line:col`` of the value (in
+the file of the chain that holds it), or the ``--set`` that set it.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from kit.base import FrozenModel
 from kit.errors import RecipeError
 from kit.migrations import Upgrade, upgrade
 from kit.recipe.schema import Recipe
+from kit.recipe.yamlsafe import MAX_BYTES, MAX_DEPTH, Marks, YamlSyntaxError, load_yaml, read_text
 from kit.validation import TAG_FIELDS, problems
+
+MAX_EXTENDS = 16  # files in one extends chain, the recipe included
+EXTENDS_ANYWHERE = "KIT_RECIPE_EXTENDS_ANYWHERE"  # 1: extends may name any file, absolute too
 
 # upgrades[i] turns a version i + 1 recipe into a version i + 2 one; append only
 UPGRADES: list[Upgrade] = []
@@ -39,23 +50,11 @@ class LoadedRecipe(FrozenModel):
         return p if p.is_absolute() else (self.path.parent / p).resolve()
 
 
-def _read_yaml(path: Path, label: str) -> dict[str, Any]:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise RecipeError([f"{label}: file not found"]) from None
-    except OSError as exc:
-        raise RecipeError([f"{label}: cannot read: {exc.strerror}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise RecipeError([f"{label}: not valid YAML{where}: {problem}"]) from None
+def _read_yaml(path: Path, label: str) -> tuple[dict[str, Any], Marks]:
+    data, marks = load_yaml(read_text(path, label), label)
     if not isinstance(data, dict):
         raise RecipeError([f"{label}: a recipe is a mapping of sections"])
-    return data
+    return data, marks
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -73,37 +72,101 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _resolve_extends(path: Path, seen: tuple[Path, ...]) -> tuple[dict[str, Any], list[Path]]:
-    path = path.resolve()
-    label = str(path.name if not seen else path)
-    if path in seen:
-        cycle = " -> ".join(p.name for p in (*seen, path))
-        raise RecipeError([f"{seen[0]}: extends: cycle {cycle}"])
-    data = _read_yaml(path, label if not seen else str(path))
-    parent = data.pop("extends", None)
-    if parent is None:
-        return data, [path]
-    if not isinstance(parent, str):
-        raise RecipeError([f"{path}: extends: must be a file name"])
-    parent_path = (path.parent / parent).resolve()
+def _exists(data: Any, path: str) -> bool:
+    node = data
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def _resolve(path: Path, label: str) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError):  # 3.11 raises RuntimeError on a symlink loop
+        raise RecipeError([f"{label}: cannot resolve the path (a symlink loop?)"]) from None
+
+
+def _roots(top: Path) -> list[Path]:
+    """Where ``extends`` may reach: the recipe's own directory and the repository holding it
+    (the nearest directory above with both recipes/ and patches/)."""
+    roots = [top.parent]
+    for d in (top.parent, *top.parent.parents):
+        if (d / "recipes").is_dir() and (d / "patches").is_dir():
+            roots.append(d)
+            break
+    return roots
+
+
+class _Chain(FrozenModel):
+    roots: list[Path]
+    anywhere: bool
+
+
+def _parent_path(path: Path, parent: Any, where: str, chain: _Chain) -> Path:
+    if not isinstance(parent, str) or not parent or "\0" in parent:
+        raise RecipeError([f"{where}: extends: must be a file name"])
+    if Path(parent).is_absolute() and not chain.anywhere:
+        raise RecipeError(
+            [f"{where}: extends: {parent}: an absolute path (give one relative to the recipe)"],
+            hint=f"{EXTENDS_ANYWHERE}=1 allows extends to reach any file",
+        )
+    parent_path = _resolve(path.parent / parent, f"{where}: extends: {parent}")
+    if not chain.anywhere and not any(parent_path.is_relative_to(r) for r in chain.roots):
+        raise RecipeError(
+            [f"{where}: extends: {parent}: outside the recipe's directory and the repository"],
+            hint=f"{EXTENDS_ANYWHERE}=1 allows extends to reach any file",
+        )
     if not parent_path.exists():
-        raise RecipeError([f"{path}: extends: {parent}: file not found"])
-    base, chain = _resolve_extends(parent_path, (*seen, path))
-    return _merge(base, data), [path, *chain]
+        raise RecipeError([f"{where}: extends: {parent}: file not found"])
+    return parent_path
+
+
+def _resolve_extends(
+    path: Path, label: str, seen: tuple[Path, ...], chain: _Chain
+) -> tuple[dict[str, Any], Marks, list[Path]]:
+    data, marks = _read_yaml(path, label)
+    parent = data.pop("extends", None)
+    where = marks.pop("extends", label)
+    if parent is None:
+        return data, marks, [path]
+    parent_path = _parent_path(path, parent, where, chain)
+    if parent_path in (*seen, path):
+        cycle = " -> ".join(p.name for p in (*seen, path, parent_path))
+        raise RecipeError([f"{where}: extends: cycle {cycle}"])
+    if len(seen) + 2 > MAX_EXTENDS:
+        raise RecipeError([f"{where}: extends: a chain of more than {MAX_EXTENDS} files"])
+    base, base_marks, files = _resolve_extends(parent_path, str(parent_path), (*seen, path), chain)
+    merged = _merge(base, data)
+    places = {p: m for p, m in base_marks.items() if _exists(merged, p)}
+    places.update(marks)
+    return merged, places, [path, *files]
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
-    """``a.b=value`` -> (["a", "b"], parsed YAML scalar)."""
+    """``a.b=value`` -> (["a", "b"], parsed YAML value; text when it is not YAML)."""
     if "=" not in item:
         raise RecipeError([f"--set {item}: expected a.b=value"])
     key, raw = item.split("=", 1)
     parts = key.strip().split(".")
     if not all(re.fullmatch(r"[A-Za-z0-9_]+", p) for p in parts):
         raise RecipeError([f"--set {item}: bad key {key!r}"])
+    if len(parts) > MAX_DEPTH:
+        raise RecipeError([f"--set {item}: a key nested deeper than {MAX_DEPTH} levels"])
+    if len(raw.encode()) > MAX_BYTES:
+        raise RecipeError([f"--set {item[:40]}...: over the {MAX_BYTES}-byte limit"])
+    label = f"--set {item}"
     try:
-        value = yaml.safe_load(raw) if raw != "" else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw, label)[0] if raw != "" else ""
+    except YamlSyntaxError:
         value = raw
+    except RecipeError as exc:  # the override names the place; a line and column add nothing
+        at = re.compile(re.escape(label) + r":\d+:\d+: ")
+        raise RecipeError([at.sub(f"{label}: ", p, count=1) for p in exc.problems]) from None
     return parts, value
 
 
@@ -125,23 +188,52 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: Any) -> None:
         raise RecipeError([f"--set {'.'.join(parts)}: cannot set inside a value"])
 
 
-def validate_data(data: dict[str, Any], label: str) -> Recipe:
+class _Where:
+    """A field path's place: the file, line and column holding it, or the ``--set`` that set it."""
+
+    def __init__(self, marks: Marks) -> None:
+        self.marks = dict(marks)
+        self.overrides: list[tuple[str, str]] = []
+
+    def set_by(self, dotted: str, label: str) -> None:
+        self.marks = {
+            p: m for p, m in self.marks.items() if p != dotted and not p.startswith(dotted + ".")
+        }
+        self.overrides.append((dotted, label))
+
+    def __call__(self, path: str) -> str | None:
+        for dotted, label in reversed(self.overrides):
+            if path == dotted or path.startswith(dotted + "."):
+                return label
+        return self.marks.get(path)
+
+
+def validate_data(
+    data: dict[str, Any], label: str, where: Callable[[str], str | None] | None = None
+) -> Recipe:
     """A recipe from its data (a file's, or a report's resolved copy), upgraded to the current
-    layout first; each problem becomes one ``label: field.path: message`` line."""
+    layout first; each problem becomes one ``label: field.path: message`` line, where
+    ``where`` (a field path's ``file:line:col``) names no better place."""
     data = upgrade(data, UPGRADES)
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:
-        raise RecipeError(problems(exc, data, label, Recipe, split_top=True)) from None
+        lines = problems(exc, data, label, Recipe, split_top=True, where=where)
+        raise RecipeError(lines) from None
 
 
 def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> LoadedRecipe:
     """Read a recipe file, follow ``extends``, apply ``--set`` overrides and validate."""
-    p = Path(path)
-    data, chain = _resolve_extends(p, ())
+    label = str(path)
+    top = _resolve(Path(path), label)
+    anywhere = os.environ.get(EXTENDS_ANYWHERE, "") not in ("", "0")
+    chain = _Chain(roots=_roots(top), anywhere=anywhere)
+    data, marks, files = _resolve_extends(top, label, (), chain)
     data = upgrade(data, UPGRADES)
+    where = _Where(marks)
     for item in overrides:
         parts, value = parse_override(item)
         _apply_override(data, parts, value)
-    recipe = validate_data(data, str(path))
-    return LoadedRecipe(recipe=recipe, path=p.resolve(), chain=chain, overrides=list(overrides))
+        where.set_by(".".join(parts), f"--set {item}")
+    recipe = validate_data(data, label, where)
+    return LoadedRecipe(recipe=recipe, path=top, chain=files, overrides=list(overrides))

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from kit.base import FrozenModel
+from kit.recipe.base import RecipeModel
 from kit.recipe.serving import REFERENCE_PROMPTS, Bench, Sampling
 
 # the reference protocol as a recipe: what `kit bench` measures without one
@@ -40,20 +40,20 @@ def departures(bench: Bench) -> list[str]:
     return out
 
 
-class PromptFigures(FrozenModel):
+class PromptFigures(RecipeModel):
     decode_tps: float | None = Field(None, description="Mean decode tokens/s.")
     decode_cv_pct: float | None = Field(None, description="Decode CV in percent.")
     wall_tps: float | None = Field(None, description="Mean wall tokens/s.")
     ttft_ms: float | None = Field(None, description="Mean TTFT in ms.")
 
 
-class AcceptanceFigures(FrozenModel):
+class AcceptanceFigures(RecipeModel):
     accepted: int = Field(description="Accepted draft tokens.")
     drafted: int = Field(description="Draft tokens proposed.")
     drafts: int = Field(description="Draft steps.")
 
 
-class Reference(FrozenModel):
+class Reference(RecipeModel):
     source: str = Field(description="Where the figures were published.")
     date: str | None = Field(None, description="Publication date.")
     rig: str | None = Field(None, description="Hardware, as published.")

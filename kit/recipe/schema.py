@@ -5,11 +5,12 @@ combine, and gives the JSON Schema and the sha256 that reports carry."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from kit.base import FrozenModel
+from kit.recipe.base import RecipeModel
 from kit.recipe.protocol import Reference, departures
 from kit.recipe.serving import Bench, Server
 from kit.recipe.sources import (
@@ -25,7 +26,7 @@ from kit.recipe.sources import (
 SCHEMA_VERSION = 1
 
 
-class Recipe(FrozenModel):
+class Recipe(RecipeModel):
     """A complete, resolved recipe (after ``extends`` and ``--set``)."""
 
     schema_version: Literal[1] = Field(description="Recipe format version.")
@@ -38,9 +39,16 @@ class Recipe(FrozenModel):
     bench: Bench = Field(default_factory=Bench, description="The measurement protocol.")
     reference: Reference | None = Field(None, description="Published figures to compare with.")
 
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _integer_version(cls, value: Any) -> Any:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"must be an integer, not {json.dumps(value, default=str)}")
+        return value
+
     @model_validator(mode="after")
     def _combinations(self) -> Recipe:
-        problems: list[str] = []
+        problems = self._shape_problems() + self._length_problems()
         q = self.quantization
         if isinstance(self.model, SyntheticModel) and isinstance(q, AutoRoundQuantization):
             shape = self.model.shape
@@ -82,6 +90,47 @@ class Recipe(FrozenModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _shape_problems(self) -> list[str]:
+        """The synthetic model's shape against the server that splits it."""
+        if not isinstance(self.model, SyntheticModel):
+            return []
+        shape, s = self.model.shape, self.server
+        out: list[str] = []
+        tp = s.tensor_parallel_size
+        if shape.num_attention_heads % tp:
+            out.append(
+                f"server.tensor_parallel_size {tp} does not divide "
+                f"model.shape.num_attention_heads {shape.num_attention_heads}"
+            )
+        kv = shape.num_key_value_heads
+        if kv % tp and tp % kv:  # vLLM splits KV heads, or replicates them when fewer
+            out.append(
+                f"server.tensor_parallel_size {tp} and model.shape.num_key_value_heads {kv}: "
+                "one must divide the other"
+            )
+        if s.max_model_len > shape.max_position_embeddings:
+            out.append(
+                f"server.max_model_len {s.max_model_len} exceeds "
+                f"model.shape.max_position_embeddings {shape.max_position_embeddings}"
+            )
+        return out
+
+    def _length_problems(self) -> list[str]:
+        """Every request fits the served context."""
+        limit = self.server.max_model_len
+        out = [
+            f"bench.prompts.{i}.max_tokens {p.max_tokens} exceeds server.max_model_len {limit}"
+            for i, p in enumerate(self.bench.prompts)
+            if p.max_tokens > limit
+        ]
+        pre = self.bench.prefill  # its depths beyond the context are skipped, not refused
+        if pre is not None and pre.max_tokens >= limit:
+            out.append(
+                f"bench.prefill.max_tokens {pre.max_tokens} leaves no room for a prompt in "
+                f"server.max_model_len {limit}"
+            )
+        return out
 
     @property
     def canonical(self) -> bool:

