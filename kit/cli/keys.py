@@ -10,7 +10,7 @@ import click
 
 @click.group("keys")
 def keys() -> None:
-    """Signing keys for reports."""
+    """Signing keys for reports, and the keys trusted to have signed them."""
 
 
 @keys.command("generate")
@@ -40,3 +40,52 @@ def keys_generate(dest: str | None, name: str, force: bool) -> None:
         "fingerprint": pair.fingerprint,
     }
     click.echo(json.dumps(data, indent=2))
+
+
+@keys.command("trust")
+@click.argument("pub", type=click.Path(dir_okay=False))
+@click.option("--name", default=None, help="Name in the trust store (default: PUB's file stem).")
+def keys_trust(pub: str, name: str | None) -> None:
+    """Trust the Ed25519 public key PUB: `kit report verify`, `show` and `compare` then accept
+    reports it signed without --key. Prints the name and fingerprint; check the fingerprint
+    with the key's owner first.
+
+    \b
+    Examples:
+      kit keys trust ./alice.pub
+      kit keys trust ~/Downloads/kit.pub --name lab-rig
+    """
+    from kit.signing import TrustStore
+
+    entry = TrustStore.default().add(Path(pub), name)
+    click.echo(json.dumps(entry.model_dump(mode="json"), indent=2))
+
+
+@keys.command("list")
+def keys_list() -> None:
+    """Print the trusted keys (name, fingerprint, file) as JSON.
+
+    \b
+    Examples:
+      kit keys list
+    """
+    from kit.signing import TrustStore
+
+    entries = [entry.model_dump(mode="json") for entry in TrustStore.default().trusted()]
+    click.echo(json.dumps(entries, indent=2))
+
+
+@keys.command("untrust")
+@click.argument("name_or_fingerprint")
+def keys_untrust(name_or_fingerprint: str) -> None:
+    """Stop trusting a key, named by its trust-store name or its fingerprint.
+
+    \b
+    Examples:
+      kit keys untrust lab-rig
+      kit keys untrust sha256:3f2a...
+    """
+    from kit.signing import TrustStore
+
+    entry = TrustStore.default().remove(name_or_fingerprint)
+    click.echo(json.dumps(entry.model_dump(mode="json"), indent=2))

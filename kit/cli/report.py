@@ -12,13 +12,31 @@ import click
 from kit.errors import EXIT_FAILED
 
 _PUB_HELP = "Public key (.pub) the report must be signed with; without it the signature is "
-_PUB_HELP += "reported but not checked."
+_PUB_HELP += "checked against the trusted keys (`kit keys trust`)."
+_UNTRUSTED_HELP = "Read a report signed by a key that is neither given nor trusted: its "
+_UNTRUSTED_HELP += "signature is then not checked and the run is labelled UNTRUSTED."
+_UNSIGNED_HELP = "Read an unsigned report: its signature is then not checked instead of failed."
 
 
 def _public_key(path: str | None) -> Any:
     from kit.signing import load_public_key
 
     return load_public_key(Path(path)) if path else None
+
+
+def _trust(key: Any) -> Any:
+    """The trust store, consulted only without --key."""
+    from kit.signing import TrustStore
+
+    return None if key is not None else TrustStore.default()
+
+
+def _allow_untrusted(f: Any) -> Any:
+    return click.option("--allow-untrusted", is_flag=True, help=_UNTRUSTED_HELP)(f)
+
+
+def _allow_unsigned(f: Any) -> Any:
+    return click.option("--allow-unsigned", is_flag=True, help=_UNSIGNED_HELP)(f)
 
 
 @click.group("report")
@@ -35,21 +53,34 @@ def report() -> None:
     help="Check an unsigned report's content: its signature item is then not checked "
     "instead of failed.",
 )
+@_allow_untrusted
 @click.option("--json", "as_json", is_flag=True, help="Print the checklist as JSON.")
-def report_verify(path: str, key_path: str | None, allow_unsigned: bool, as_json: bool) -> None:
+def report_verify(
+    path: str, key_path: str | None, allow_unsigned: bool, allow_untrusted: bool, as_json: bool
+) -> None:
     """Check a report file item by item, offline: envelope, signature, canonical payload,
     schema, recipe sha256, summaries recomputed from the raw records, record consistency,
-    patch manifest, validity verdict. Exit 1 when an item fails; 2 when the file cannot be
+    patch manifest, validity verdict. Without --key the signature is checked against the
+    trusted keys (`kit keys trust`); a signature by any other key fails. After a failed
+    signature nothing else is checked. Exit 1 when an item fails; 2 when the file cannot be
     read as a kit report at all.
 
     \b
     Examples:
       kit report verify reports/cpu-tiny-*/report.json --key ~/.config/kit/kit.pub
+      kit report verify report.json
       kit report verify report.json --allow-unsigned
     """
     from kit.report.verify import verify_report
 
-    checklist = verify_report(Path(path), _public_key(key_path), allow_unsigned=allow_unsigned)
+    key = _public_key(key_path)
+    checklist = verify_report(
+        Path(path),
+        key,
+        allow_unsigned=allow_unsigned,
+        allow_untrusted=allow_untrusted,
+        trust=_trust(key),
+    )
     if as_json:
         data = {"ok": checklist.ok, **checklist.model_dump(mode="json")}
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
@@ -66,14 +97,25 @@ def report_verify(path: str, key_path: str | None, allow_unsigned: bool, as_json
 )
 @click.option("--header", is_flag=True, help="With --markdown: print the table header first.")
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
-def report_show(paths: tuple[str, ...], markdown: bool, header: bool, key_path: str | None) -> None:
+@_allow_unsigned
+@_allow_untrusted
+def report_show(
+    paths: tuple[str, ...],
+    markdown: bool,
+    header: bool,
+    key_path: str | None,
+    allow_unsigned: bool,
+    allow_untrusted: bool,
+) -> None:
     """Show report files as a terminal table, or as Markdown table rows (rig, engine,
-    model/quant, spec, narrative and code decode TPS, TTFT, notes).
+    model/quant, spec, narrative and code decode TPS, TTFT, notes). The signature is checked
+    as by `kit report verify`: exit 1 on an invalid, untrusted or unsigned one unless allowed.
 
     \b
     Examples:
       kit report show reports/cpu-tiny-*/report.json
       kit report show --markdown --header reports/*/report.json >> BENCHMARKS.md
+      kit report show --allow-untrusted --allow-unsigned downloaded/report.json
     """
     from kit.report.files import read_report
     from kit.report.show import markdown_header, markdown_row, show_table
@@ -82,9 +124,15 @@ def report_show(paths: tuple[str, ...], markdown: bool, header: bool, key_path: 
     if markdown and header:
         click.echo(markdown_header())
     for i, path in enumerate(paths):
-        loaded, check = read_report(Path(path), key)
+        loaded, check = read_report(
+            Path(path),
+            key,
+            trust=_trust(key),
+            allow_unsigned=allow_unsigned,
+            allow_untrusted=allow_untrusted,
+        )
         if markdown:
-            click.echo(markdown_row(loaded))
+            click.echo(markdown_row(loaded, check))
         else:
             click.echo(("\n" if i else "") + show_table(loaded, check))
 
@@ -102,6 +150,8 @@ def report_show(paths: tuple[str, ...], markdown: bool, header: bool, key_path: 
     "--force", is_flag=True, help="Compare even when model, quantization or protocol differ."
 )
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@_allow_unsigned
+@_allow_untrusted
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def report_compare(
     a: str,
@@ -109,11 +159,14 @@ def report_compare(
     reference: str | None,
     force: bool,
     key_path: str | None,
+    allow_unsigned: bool,
+    allow_untrusted: bool,
     as_json: bool,
 ) -> None:
     """Deltas per metric (B - A) with noise bands, after checking that the runs are
     comparable: model, quantization or protocol differences refuse (exit 1) unless --force;
-    hardware, engine, serving or patch differences are warnings.
+    hardware, engine, serving or patch differences are warnings. Both signatures are checked
+    as by `kit report verify`: exit 1 on an invalid, untrusted or unsigned one unless allowed.
 
     \b
     Examples:
@@ -131,11 +184,21 @@ def report_compare(
             "compare needs a second report B or --reference RECIPE, not both or neither",
             hint="kit report compare A B, or kit report compare A --reference RECIPE",
         )
+    from kit.report.show import UNTRUSTED, comparison_text
+
     key = _public_key(key_path)
-    first, _ = read_report(Path(a), key)
+    policy = {"allow_unsigned": allow_unsigned, "allow_untrusted": allow_untrusted}
+    first, check_a = read_report(Path(a), key, trust=_trust(key), **policy)
+    untrusted = set()
     if b is not None:
-        second, _ = read_report(Path(b), key)
+        second, check_b = read_report(Path(b), key, trust=_trust(key), **policy)
         result = compare_reports(first, second, force=force)
-    else:
+        untrusted = {s for s, c in (("A", check_a), ("B", check_b)) if c.untrusted}
+    else:  # the run is B, the reference A
         result = compare_with_reference(first, str(reference), force=force)
-    click.echo(result.model_dump_json(indent=2) if as_json else result.render())
+        untrusted = {"B"} if check_a.untrusted else set()
+    if as_json:
+        labels = {s.lower(): f"{UNTRUSTED} {getattr(result, s.lower())}" for s in untrusted}
+        click.echo(result.model_copy(update=labels).model_dump_json(indent=2))
+    else:
+        click.echo(comparison_text(result, frozenset(untrusted)))

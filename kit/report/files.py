@@ -5,8 +5,9 @@ bytes, signed when a key is given. The bytes are produced once (:func:`encode_re
 those exact bytes are written and signed; readers never re-serialise before checking.
 
 :func:`read_report` is how everything else reads one (show, compare, the compose runtime,
-tests): the size and depth limits, the envelope, the signature (required to hold when a key is
-given), the canonical payload and the strict schema, with errors that name the file.
+tests): the size and depth limits, the envelope, the signature (:func:`check_signature`: against
+the given key, else the trust store; an invalid signature always raises, an unsigned or untrusted
+one unless allowed), the canonical payload and the strict schema, with errors that name the file.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import ValidationError
 
 from kit.errors import BadInputError, VerificationFailed
+from kit.report.limits import count_problems, within_caps
 from kit.report.schema import SCHEMA_VERSION, Report, report_json_schema
 from kit.signing import (
     Envelope,
     SignatureCheck,
+    TrustStore,
     canonical_bytes,
     load_payload,
     open_envelope,
@@ -71,22 +74,48 @@ def open_report(source: Path | str | bytes) -> tuple[str, Envelope]:
     return str(source), open_envelope_file(Path(source))
 
 
+def check_signature(
+    env: Envelope, public_key: Ed25519PublicKey | None = None, trust: TrustStore | None = None
+) -> SignatureCheck:
+    """The envelope's signature checked against ``public_key``, else the trusted key it names
+    (``trust``); without either, a signature is untrusted. Never accepts on the keyid alone."""
+    if public_key is None and trust is not None:
+        return trust.verify(env)
+    return verify_envelope(env, public_key)
+
+
 def read_report(
-    source: Path | str | bytes, public_key: Ed25519PublicKey | None = None
+    source: Path | str | bytes,
+    public_key: Ed25519PublicKey | None = None,
+    *,
+    trust: TrustStore | None = None,
+    allow_unsigned: bool = True,
+    allow_untrusted: bool = True,
 ) -> tuple[Report, SignatureCheck]:
     """Read a report file (a path, or its bytes): limits, envelope, signature, canonical
-    payload, strict schema. With a key, a report not validly signed by it raises
-    ``VerificationFailed``; everything malformed raises ``BadInputError`` naming the file."""
+    payload, strict schema. The signature is checked against ``public_key``, else ``trust``
+    (:func:`check_signature`). An invalid signature (altered, forged, another key than the
+    given one) raises ``VerificationFailed``; so does an unsigned report when a key is given or
+    ``allow_unsigned`` is false, and an untrusted one when ``allow_untrusted`` is false. The
+    returned check says which it was (``check.untrusted``). Everything malformed raises
+    ``BadInputError`` naming the file."""
     label, env = open_report(source)
     prefix = "" if isinstance(source, bytes) else f"{label}: "
-    check = verify_envelope(env, public_key)
-    if public_key is not None and not check.valid:
-        raise VerificationFailed(
-            prefix + check.reason,
-            hint="the report was not signed by the holder of this key as it stands",
+    check = check_signature(env, public_key, trust)
+    refused: tuple[str, str] | None = None
+    if check.valid is False and (check.signed or public_key is not None):
+        refused = (check.reason, "the report was not signed by the holder of this key as it stands")
+    elif not check.signed and not allow_unsigned:
+        refused = (
+            "the report is unsigned: nothing shows who wrote it or that it is unaltered",
+            "pass --allow-unsigned to read it anyway",
         )
+    elif check.untrusted and not allow_untrusted:
+        refused = (check.reason, "or pass --key PUB, or --allow-untrusted to read it anyway")
+    if refused is not None:
+        raise VerificationFailed(prefix + refused[0], hint=refused[1])
     try:
-        data = load_payload(env)
+        data = within_caps(load_payload(env))
     except BadInputError as e:
         raise BadInputError(prefix + e.message, hint=e.hint) from None
     report, problems = validate_payload(env.payload, data, label)
@@ -99,7 +128,9 @@ def validate_payload(
     payload: bytes, data: dict[str, Any], label: str
 ) -> tuple[Report | None, list[str]]:
     """The report (strict model, then the JSON Schema on the parsed payload) and every schema
-    problem, each ``label: path: message``."""
+    problem, each ``label: path: message``. Counts over the caps are refused first."""
+    if too_many := count_problems(data):
+        return None, [f"{label}: {p}" for p in too_many]
     try:
         report = Report.model_validate_json(payload, strict=True)
     except ValidationError as exc:

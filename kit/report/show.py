@@ -3,6 +3,10 @@ of a Club-3090-style Markdown table), and the text of comparisons and verify che
 
 The kernels the engine chose (read from its server log) follow the engine: a row of their own in
 the terminal table, a few words after the engine in the Markdown row's engine cell.
+
+A run whose signature was not checked because its key is neither given nor trusted
+(``--allow-untrusted``) is labelled UNTRUSTED on every line that shows one of its figures: each
+line of its table, its Markdown row, and compare's A:/B: lines and metric rows.
 """
 
 from __future__ import annotations
@@ -92,12 +96,25 @@ def markdown_header() -> str:
     )
 
 
-def markdown_row(report: Report, *, header: bool = False) -> str:
-    """One row in the style of Club-3090's BENCHMARKS.md; with ``header``, the header first."""
+UNTRUSTED = "UNTRUSTED"
+
+
+def _untrusted(check: SignatureCheck | None) -> bool:
+    return check is not None and check.untrusted
+
+
+def markdown_row(
+    report: Report, check: SignatureCheck | None = None, *, header: bool = False
+) -> str:
+    """One row in the style of Club-3090's BENCHMARKS.md; with ``header``, the header first.
+    An untrusted run's row starts with UNTRUSTED and the signer's keyid."""
     r = rig(report.host)
     kernels = kernels_text(report, short=True)
+    cell = r.cell if r is not None else "unknown (no host probe)"
+    if check is not None and check.untrusted:
+        cell = f"{UNTRUSTED} (signed by {check.keyid}): {cell}"
     cells = [
-        r.cell if r is not None else "unknown (no host probe)",
+        cell,
         engine_text(report) + (f"; {kernels}" if kernels else ""),
         model_text(report),
         spec_text(report),
@@ -117,6 +134,8 @@ def signer_text(check: SignatureCheck | None) -> str:
         return "UNSIGNED: nothing shows who wrote it or that it is unaltered"
     if check.valid:
         return f"{check.keyid} (signature verified)"
+    if check.untrusted:
+        return f"{UNTRUSTED}: {check.reason}"
     if check.valid is None:
         return f"{check.keyid} (claimed; not checked without --key)"
     return f"INVALID: {check.reason}"
@@ -148,7 +167,10 @@ def show_table(report: Report, check: SignatureCheck | None = None) -> str:
     lines += _host_lines(report)
     lines += ["", summary_table(report)]
     lines += _sampling_lines(report)
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if _untrusted(check):
+        text = "\n".join(f"{UNTRUSTED}  {line}" if line else line for line in text.splitlines())
+    return text
 
 
 def _host_lines(report: Report) -> list[str]:
@@ -270,9 +292,16 @@ def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def comparison_text(c: Comparison) -> str:
-    """A comparison as text: the differences and warnings, then one row per figure."""
-    lines = [f"A: {c.a}", f"B: {c.b}"]
+def comparison_text(c: Comparison, untrusted: frozenset[str] = frozenset()) -> str:
+    """A comparison as text: the differences and warnings, then one row per figure.
+    ``untrusted`` names the sides ("A", "B") whose runs are UNTRUSTED: their A:/B: lines and
+    every metric row are labelled."""
+    sides = "+".join(side for side in ("A", "B") if side in untrusted)
+    tag = f"  {UNTRUSTED} ({sides})" if sides else ""
+    lines = [
+        f"A: {UNTRUSTED + ' ' if 'A' in untrusted else ''}{c.a}",
+        f"B: {UNTRUSTED + ' ' if 'B' in untrusted else ''}{c.b}",
+    ]
     for d in c.differences:
         tag = "forced" if d.refuses else "warning"
         lines.append(f"{tag}: {_differ(d.aspect)}: {d.detail}")
@@ -286,7 +315,7 @@ def comparison_text(c: Comparison) -> str:
         lines.append(
             f"{m.metric + ' (' + m.unit + ')':<32} {_number(m.a):>10} {_number(m.b):>10} "
             f"{_number(m.delta, sign=True):>10} {_number(m.delta_pct, 1, sign=True):>8} "
-            f"{_number(m.band):>9}  {flag}"
+            f"{_number(m.band):>9}  {flag}{tag}"
         )
     lines.append("")
     lines.append("delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds")

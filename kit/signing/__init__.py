@@ -2,7 +2,8 @@
 
 A report file is one DSSE envelope holding the report's RFC 8785 bytes; see
 :mod:`kit.signing.envelope`. Reading a *report* (envelope, signature, payload, schema) is
-:mod:`kit.report.files`; this package knows envelopes and keys, not reports.
+:mod:`kit.report.files`; this package knows envelopes and keys, not reports. The keys trusted
+without ``--key`` are :mod:`kit.signing.trust`.
 """
 
 from kit.signing.canonical import MAX_DEPTH, MAX_SAFE_INT, canonical_bytes, parse_json
@@ -29,6 +30,7 @@ from kit.signing.keys import (
     load_public_key,
     signing_key,
 )
+from kit.signing.trust import TrustedKey, TrustStore
 
 __all__ = [
     "MAX_BYTES",
@@ -39,6 +41,8 @@ __all__ = [
     "KeyPair",
     "Signature",
     "SignatureCheck",
+    "TrustStore",
+    "TrustedKey",
     "canonical_bytes",
     "fingerprint",
     "generate_keypair",

@@ -7,7 +7,8 @@ unsigned payload is the same envelope with ``"signatures": []``. The envelope is
 too, so every byte of the file has one meaning.
 
 Opening trusts nothing, in this order: the size limit; a bracket-depth scan before any parsing;
-the strict envelope shape; strict base64; the signature over the exact payload bytes
+the strict envelope shape; strict base64 (standard or URL-safe, as DSSE requires verifiers to
+accept; one encoding only); the signature over the exact payload bytes
 (:func:`verify_envelope`); only then is the payload parsed (:func:`load_payload`, same limits)
 and required to be in canonical form, so an edit that still parses is caught even without a
 key. Every malformed input raises ``BadInputError``; nothing else escapes.
@@ -71,9 +72,16 @@ class SignatureCheck(StrictModel):
     )
     valid: bool | None = Field(
         description="True: verified. False: unsigned, other key or bad signature. "
-        "None: signed but not checked, because no public key was given."
+        "None: signed but not checked, because the key is neither given nor trusted."
     )
     reason: str = Field(description="One sentence saying why.")
+    untrusted: bool = Field(
+        default=False,
+        description="Signed by a key that was neither given nor trusted: not checked.",
+    )
+    signer: str | None = Field(
+        default=None, description="Name of the trusted key that verified it (trust store)."
+    )
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -120,7 +128,7 @@ def open_envelope(
     data: bytes, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
 ) -> Envelope:
     """Check the size, depth and exact shape of an envelope; its payload stays unparsed."""
-    raw = parse_json(data, "the report file", max_bytes, max_depth)
+    raw = parse_json(data, "the report file", max_bytes, max_depth, max_containers=8)
     if not isinstance(raw, dict) or set(raw) != _ENVELOPE_KEYS:
         keys = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
         raise BadInputError(
@@ -175,8 +183,14 @@ def verify_envelope(env: Envelope, public_key: Ed25519PublicKey | None) -> Signa
     matches: bool | None
     valid: bool | None
     if public_key is None:
-        matches, valid = None, None
-        reason = f"signed by {keyid}; not checked, because no public key was given"
+        return SignatureCheck(
+            signed=True,
+            keyid=keyid,
+            key_matches=None,
+            valid=None,
+            reason=f"signed by an untrusted key {keyid}; trust it with `kit keys trust`",
+            untrusted=True,
+        )
     elif keyid != (expected := fingerprint(public_key)):
         matches, valid = False, False
         reason = f"signed by {keyid}, not by the given key {expected}"
@@ -219,15 +233,19 @@ def load_payload(
 
 
 def _b64decode(value: Any, field: str) -> bytes:
+    # DSSE verifiers accept standard and URL-safe base64; either way one encoding only: the
+    # alphabet not mixed, no unused bits, padding as written.
     if isinstance(value, str):
-        try:
-            data = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            pass
-        else:
-            if _b64(data) == value:  # one encoding only: no unused bits, padding as written
+        for altchars in (None, b"-_"):
+            try:
+                data = base64.b64decode(value, altchars=altchars, validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            if base64.b64encode(data, altchars=altchars).decode("ascii") == value:
                 return data
-    raise BadInputError(f"{field} is not canonical standard base64", hint=READ_HINT)
+    raise BadInputError(
+        f"{field} is not canonical base64 (standard or URL-safe, padded)", hint=READ_HINT
+    )
 
 
 def read_payload(

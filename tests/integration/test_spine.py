@@ -129,7 +129,14 @@ def test_bench_real_server(
     tampered.write_bytes(canonical_bytes(envelope))
     failed = verify_report(tampered, public)
     assert not failed.ok
-    assert {i.name for i in failed.items if i.ok is False} >= {"signature", "records"}
+    # a failed signature: nothing of the payload counts as checked
+    assert failed.failed == ["signature"]
+    assert failed.item("records").detail == "skipped: the signature failed"
+    # the same edit without a signature to hide behind: the records check catches it
+    envelope["signatures"] = []
+    unsigned = tmp_path / "tampered-unsigned.json"
+    unsigned.write_bytes(canonical_bytes(envelope))
+    assert "records" in verify_report(unsigned, allow_unsigned=True).failed
 
 
 def test_kit_bench_cli_against_running_server(

@@ -5,8 +5,14 @@ because an earlier one made it impossible (an unreadable payload, a payload that
 schema) says so and counts as not checked. Items:
 
 - ``envelope``: size and depth limits, the DSSE envelope's exact shape (``kit.signing``);
-- ``signature``: with a public key it must verify; without one a signature is reported as not
-  checked, and an unsigned report fails unless ``allow_unsigned``;
+- ``signature``: checked against the given public key, else against the trusted key of the
+  trust store whose fingerprint is the keyid (:mod:`kit.signing.trust`), and accepted only when
+  that key verifies it. A signature by a key neither given nor trusted fails ("signed by an
+  untrusted key ...") unless ``allow_untrusted`` (then it is not checked and labelled
+  UNTRUSTED); an unsigned report fails unless ``allow_unsigned`` and no key is given. An
+  invalid signature always fails. After a failed signature every later item is not checked
+  ("skipped: the signature failed"): nothing of an unauthenticated payload is reported as
+  checked;
 - ``payload``: the payload parses within the limits and is in canonical form;
 - ``schema``: the ``Report`` model (strict) and the JSON Schema generated from it;
 - ``recipe``: the embedded recipe validates, its sha256 matches, and so do the protocol flags;
@@ -32,7 +38,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from kit.errors import BadInputError
-from kit.report.files import open_report, schema_validator, validate_payload
+from kit.report.files import check_signature, open_report, schema_validator, validate_payload
+from kit.report.limits import within_caps
 from kit.report.schema import Report
 from kit.report.validity import verdict
 from kit.report.verify.checklist import CheckItem, Checklist, check_item, differences, dump
@@ -42,11 +49,13 @@ from kit.signing import (
     MAX_BYTES,
     MAX_DEPTH,
     Envelope,
+    TrustStore,
     load_payload,
-    verify_envelope,
 )
 
 __all__ = ["CheckItem", "Checklist", "verify_report"]
+
+_PAYLOAD_ITEMS = ("payload", "schema", "recipe", "summaries", "records", "patches", "validity")
 
 
 def verify_report(
@@ -54,10 +63,14 @@ def verify_report(
     public_key: Ed25519PublicKey | None = None,
     *,
     allow_unsigned: bool = False,
+    allow_untrusted: bool = False,
+    trust: TrustStore | None = None,
 ) -> Checklist:
     """Check a report file (a path, or its bytes) and return the checklist of every item.
 
-    Raises ``BadInputError`` only when the file cannot be opened as a kit report envelope.
+    Without ``public_key`` the signature is checked against ``trust`` (``None``: no key is
+    trusted; the CLI passes ``TrustStore.default()``). Raises ``BadInputError`` only when the
+    file cannot be opened as a kit report envelope.
     """
     label, env = open_report(source)
     items = [
@@ -67,11 +80,15 @@ def verify_report(
             detail=f"DSSE envelope of {env.payload_type}, payload {len(env.payload):,} bytes "
             f"(limits {MAX_BYTES:,} bytes, {MAX_DEPTH} levels)",
         ),
-        _signature_item(env, public_key, allow_unsigned),
+        _signature_item(env, public_key, trust, allow_unsigned, allow_untrusted),
     ]
+    if items[-1].ok is False:
+        skipped = "skipped: the signature failed"
+        items += [CheckItem(name=n, ok=None, detail=skipped) for n in _PAYLOAD_ITEMS]
+        return Checklist(source=label, items=items)
     data: dict[str, Any] | None = None
     try:
-        data = load_payload(env)
+        data = within_caps(load_payload(env))
         items.append(CheckItem(name="payload", ok=True, detail="a JSON object in canonical form"))
     except BadInputError as e:
         items.append(CheckItem(name="payload", ok=False, detail=e.message))
@@ -113,9 +130,13 @@ def verify_report(
 
 
 def _signature_item(
-    env: Envelope, public_key: Ed25519PublicKey | None, allow_unsigned: bool
+    env: Envelope,
+    public_key: Ed25519PublicKey | None,
+    trust: TrustStore | None,
+    allow_unsigned: bool,
+    allow_untrusted: bool,
 ) -> CheckItem:
-    check = verify_envelope(env, public_key)
+    check = check_signature(env, public_key, trust)
     if check.valid:
         return CheckItem(name="signature", ok=True, detail=check.reason)
     if not check.signed:
@@ -132,8 +153,13 @@ def _signature_item(
             ok=False,
             detail="unsigned: nothing shows who wrote the report or that it is unaltered" + why,
         )
-    if check.valid is None:
-        return CheckItem(name="signature", ok=None, detail=check.reason + " (pass --key)")
+    if check.untrusted and allow_untrusted:
+        return CheckItem(
+            name="signature",
+            ok=None,
+            detail=f"UNTRUSTED: signed by {check.keyid}, a key neither given nor trusted; not "
+            "checked (allowed): nothing shows who wrote the report or that it is unaltered",
+        )
     return CheckItem(name="signature", ok=False, detail=check.reason)
 
 

@@ -25,6 +25,7 @@ from kit.report.comparability import Difference, comparability
 from kit.report.compare import compare_reports, noise_band
 from kit.report.files import read_report
 from kit.report.reference import compare_with_reference
+from kit.report.show import comparison_text
 
 HINT = "pass --force to compare anyway (the deltas then mix these differences)"
 REFERENCE = """
@@ -159,6 +160,20 @@ def test_render_lists_every_metric(a: Report, b: Report) -> None:
     assert text.splitlines()[-1] == (
         "delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds"
     )
+
+
+def test_untrusted_sides_are_labelled_on_every_figure_line(a: Report, b: Report) -> None:
+    result = compare_reports(a, b)
+    assert comparison_text(result) == result.render()
+    text = comparison_text(result, frozenset({"B"}))
+    lines = text.splitlines()
+    assert lines[0] == f"A: {result.a}"
+    assert lines[1] == f"B: UNTRUSTED {result.b}"
+    rows = [line for line in lines if "(tok/s)" in line or "(ms)" in line or "(%)" in line]
+    assert rows and all(line.endswith("  UNTRUSTED (B)") for line in rows)
+    both = comparison_text(result, frozenset({"A", "B"})).splitlines()
+    assert both[0] == f"A: UNTRUSTED {result.a}"
+    assert all(line.endswith("  UNTRUSTED (A+B)") for line in both if "(tok/s)" in line)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from kit.enginelog import parse_engine_log
+from kit.errors import VerificationFailed
 from kit.probe import HostProbe, Unavailable, host_probe_from_dump
 from kit.report import Report
 from kit.report.describe import rig
 from kit.report.files import read_report
 from kit.report.show import MARKDOWN_COLUMNS, markdown_header, markdown_row, show_table
-from kit.signing import load_public_key
+from kit.signing import TrustStore, load_public_key
 
 
 @pytest.fixture(scope="module")
@@ -203,16 +204,45 @@ def test_table_has_the_key_figures(cpu: Report, reports: Path) -> None:
     assert "  GPUs not sampled: NVML could not start: LibraryNotFound" in lines
 
 
-def test_table_signer_verified_and_claimed(reports: Path) -> None:
+def test_table_signer_verified_trusted_and_untrusted(reports: Path, tmp_path: Path) -> None:
     path = reports / "cpu-tiny-a.signed.json"
     key = load_public_key(reports / "signer.pub")
     report, check = read_report(path, key)
     assert f"signer    {check.keyid} (signature verified)" in show_table(report, check)
+    store = TrustStore(directory=tmp_path / "trusted")
+    store.add(reports / "signer.pub")
+    report, check = read_report(path, trust=store, allow_untrusted=False)
+    assert f"signer    {check.keyid} (signature verified)" in show_table(report, check)
+    assert check.signer == "signer"
+    # was "(claimed; not checked without --key)": a signature by a key neither given nor
+    # trusted is now UNTRUSTED, and so is every line of the run's table
     report, check = read_report(path)
-    assert f"signer    {check.keyid} (claimed; not checked without --key)" in (
-        show_table(report, check)
-    )
+    table = show_table(report, check)
+    assert (
+        f"UNTRUSTED  signer    UNTRUSTED: signed by an untrusted key {check.keyid}; "
+        "trust it with `kit keys trust`"
+    ) in table
+    assert all(line.startswith("UNTRUSTED  ") for line in table.splitlines() if line)
+    assert any("narrative" in line for line in table.splitlines())
     assert "signer    not checked" in show_table(report)
+
+
+def test_markdown_row_of_an_untrusted_run_says_so(reports: Path) -> None:
+    report, check = read_report(reports / "cpu-tiny-a.signed.json")
+    row = cells(markdown_row(report, check))
+    assert row[0].startswith(f"UNTRUSTED (signed by {check.keyid}): ")
+    assert cells(markdown_row(report))[0] == row[0].split("): ", 1)[1]
+
+
+def test_read_report_refuses_what_is_not_allowed(reports: Path, tmp_path: Path) -> None:
+    signed, unsigned = reports / "cpu-tiny-a.signed.json", reports / "cpu-tiny-a.json"
+    empty = TrustStore(directory=tmp_path / "none")
+    with pytest.raises(VerificationFailed, match="signed by an untrusted key sha256:") as e:
+        read_report(signed, trust=empty, allow_untrusted=False)
+    assert e.value.message.startswith(f"{signed}: ")
+    with pytest.raises(VerificationFailed, match="the report is unsigned: nothing shows"):
+        read_report(unsigned, trust=empty, allow_unsigned=False)
+    assert read_report(unsigned, trust=empty)[1].signed is False  # the library default allows
 
 
 def test_table_for_the_2xh200_run_has_host_vram_and_energy(gpu: Report) -> None:

@@ -48,6 +48,7 @@ from kit.report.assemble import Evidence, finish_report, new_report
 from kit.report.files import encode_report, read_report
 from kit.report.schema import EngineInfo
 from kit.report.verify import Checklist, verify_report
+from kit.signing import TrustStore
 
 GPU_OVERRIDES = (
     "server.engine.name=vllm",
@@ -512,18 +513,108 @@ def test_valid_signed_report_passes_every_item(
     assert text.splitlines()[-1] == "passed: 9 ok, 0 not checked"
 
 
-def test_signed_report_without_key_is_not_checked_but_passes(
+PAYLOAD_ITEMS = ("payload", "schema", "recipe", "summaries", "records", "patches", "validity")
+
+
+def store_with(tmp_path: Path, public_key: Ed25519PublicKey, name: str = "signer") -> TrustStore:
+    pub = tmp_path / f"{name}.pub"
+    pub.write_bytes(
+        public_key.public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    store = TrustStore(directory=tmp_path / "trusted")
+    store.add(pub)
+    return store
+
+
+def assert_payload_skipped(checklist: Checklist) -> None:
+    for name in PAYLOAD_ITEMS:
+        item = checklist.item(name)
+        assert (item.ok, item.detail) == (None, "skipped: the signature failed"), name
+
+
+def test_signed_report_without_key_or_trust_fails_as_untrusted(
     signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
 ) -> None:
+    # was: without --key a signature was "not checked" and the checklist passed
     checklist = verify_report(signed)
-    assert checklist.ok
-    item = checklist.item("signature")
-    assert item.ok is None
-    assert item.detail == (
-        f"signed by {signing.fingerprint(keys[1])}; not checked, because no public key was given "
-        "(pass --key)"
+    assert not checklist.ok
+    keyid = signing.fingerprint(keys[1])
+    assert checklist.item("signature").detail == (
+        f"signed by an untrusted key {keyid}; trust it with `kit keys trust`"
     )
-    assert "  [--]   signature  signed by" in checklist.render()
+    assert_payload_skipped(checklist)
+    assert checklist.render().splitlines()[-1] == "FAILED: 1 of 9 items (signature)"
+    empty = TrustStore(directory=Path("/nonexistent/kit-trust"))
+    assert verify_report(signed, trust=empty).failed == ["signature"]
+
+
+def test_untrusted_signature_allowed_is_not_checked_and_labelled(
+    signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey]
+) -> None:
+    checklist = verify_report(signed, allow_untrusted=True)
+    assert checklist.ok
+    assert results(checklist) == {**dict.fromkeys(ITEMS, True), "signature": None}
+    keyid = signing.fingerprint(keys[1])
+    assert checklist.item("signature").detail == (
+        f"UNTRUSTED: signed by {keyid}, a key neither given nor trusted; not checked (allowed): "
+        "nothing shows who wrote the report or that it is unaltered"
+    )
+    assert checklist.render().splitlines()[-1] == "passed: 8 ok, 1 not checked"
+
+
+def test_signature_by_a_trusted_key_passes(
+    signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey], tmp_path: Path
+) -> None:
+    checklist = verify_report(signed, trust=store_with(tmp_path, keys[1]))
+    assert results(checklist) == dict.fromkeys(ITEMS, True)
+    keyid = signing.fingerprint(keys[1])
+    assert checklist.item("signature").detail == (
+        f"valid signature by {keyid} (trusted as 'signer')"
+    )
+
+
+def resigned(data: bytes, sig: bytes, keyid: str) -> bytes:
+    envelope = json.loads(data)
+    envelope["signatures"] = [{"keyid": keyid, "sig": base64.b64encode(sig).decode()}]
+    return signing.canonical_bytes(envelope)
+
+
+def test_forgery_under_a_trusted_keyid_and_zero_signatures_never_pass(
+    signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey], tmp_path: Path
+) -> None:
+    store = store_with(tmp_path, keys[1])
+    keyid = signing.fingerprint(keys[1])
+    payload = payload_of(signed)
+    payload["bench"]["prompts"][0]["decode_tps"]["mean"] *= 2
+    raw = signing.canonical_bytes(payload)
+    attacker = Ed25519PrivateKey.generate()
+    forged = resigned(
+        with_payload(signed, payload),
+        attacker.sign(signing.pae(signing.REPORT_MEDIA_TYPE, raw)),
+        keyid,
+    )
+    zero_trusted = resigned(signed, bytes(64), keyid)
+    for data in (forged, zero_trusted):
+        for allow in (False, True):
+            checklist = verify_report(
+                data, trust=store, allow_untrusted=allow, allow_unsigned=allow
+            )
+            assert checklist.failed == ["signature"]
+            assert checklist.item("signature").detail == (
+                "the signature does not match the payload: the report was altered"
+            )
+            assert_payload_skipped(checklist)
+    # an all-zero signature under a key nobody trusts: failed, or at most not checked
+    zero_unknown = resigned(signed, bytes(64), "sha256:" + "0" * 64)
+    assert verify_report(zero_unknown, trust=store).failed == ["signature"]
+    allowed = verify_report(zero_unknown, trust=store, allow_untrusted=True)
+    assert allowed.item("signature").ok is None
+    assert allowed.item("signature").detail.startswith("UNTRUSTED: ")
+    # a key given on the command line wins over the trust store
+    other = Ed25519PrivateKey.generate().public_key()
+    assert verify_report(signed, other, trust=store).failed == ["signature"]
 
 
 def test_valid_unsigned_report_passes_when_unsigned_is_allowed(unsigned: bytes) -> None:
@@ -539,6 +630,7 @@ def test_unsigned_report_fails_the_signature_item_only(unsigned: bytes) -> None:
     assert checklist.item("signature").detail == (
         "unsigned: nothing shows who wrote the report or that it is unaltered"
     )
+    assert_payload_skipped(checklist)  # new: nothing after a failed signature is checked
     assert checklist.render().splitlines()[-1] == "FAILED: 1 of 9 items (signature)"
 
 

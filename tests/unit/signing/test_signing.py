@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed448 import Ed448PrivateKey
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kit import paths, signing
@@ -338,12 +338,15 @@ def test_wrong_key(signed: bytes) -> None:
         signing.read_payload(signed, other)
 
 
-def test_no_key_means_not_checked(signed: bytes, keys: tuple[Any, Ed25519PublicKey]) -> None:
+def test_no_key_means_untrusted(signed: bytes, keys: tuple[Any, Ed25519PublicKey]) -> None:
     payload, check = signing.read_payload(signed)
     assert payload == REPORT
     assert check.signed and check.valid is None and check.key_matches is None
+    assert check.untrusted and check.signer is None
     assert check.keyid == signing.fingerprint(keys[1])
-    assert check.reason.endswith("not checked, because no public key was given")
+    assert check.reason == (
+        f"signed by an untrusted key {check.keyid}; trust it with `kit keys trust`"
+    )
 
 
 def test_stripped_signature_reads_as_unsigned(
@@ -403,6 +406,9 @@ def test_any_single_byte_change_in_the_file_is_detected(
 ) -> None:
     i = data.draw(st.integers(0, len(signed) - 1), label="position")
     new = data.draw(st.integers(0, 255).filter(lambda b: b != signed[i]), label="byte")
+    # DSSE verifiers accept URL-safe base64 too: the payload's only '+' (or '/') written as '-'
+    # (or '_') is the same envelope in the other alphabet, not an edit
+    assume((signed[i], new) not in {(ord("+"), ord("-")), (ord("/"), ord("_"))})
     assert detected(signed[:i] + bytes([new]) + signed[i + 1 :], keys[1])
 
 
@@ -460,7 +466,43 @@ def test_base64_must_be_canonical(signed: bytes, keys: tuple[Any, Ed25519PublicK
     sibling = alphabet[alphabet.index(sig[-3]) ^ 0x01]
     env["signatures"][0]["sig"] = sig[:-3] + sibling + "=="
     assert base64.b64decode(env["signatures"][0]["sig"]) == base64.b64decode(sig)
-    with pytest.raises(BadInputError, match="sig is not canonical standard base64"):
+    with pytest.raises(BadInputError, match=r"sig is not canonical base64 \(standard or URL"):
+        signing.open_envelope(signing.canonical_bytes(env))
+
+
+def test_url_safe_base64_is_accepted_as_dsse_requires(
+    signed: bytes, keys: tuple[Any, Ed25519PublicKey]
+) -> None:
+    env = json.loads(signed)
+    payload = base64.b64decode(env["payload"])
+    sig = base64.b64decode(env["signatures"][0]["sig"])
+    env["payload"] = base64.urlsafe_b64encode(payload).decode()
+    for raw in (sig, *(bytes([i]) + sig[1:] for i in range(256))):
+        if set(base64.urlsafe_b64encode(raw).decode()) & set("-_"):
+            break  # a signature whose URL-safe form differs from the standard one
+    assert set(base64.urlsafe_b64encode(raw).decode()) & set("-_")
+    env["signatures"][0]["sig"] = base64.urlsafe_b64encode(raw).decode()
+    opened = signing.open_envelope(signing.canonical_bytes(env))
+    assert opened.payload == payload and opened.signatures[0].sig == raw
+    if raw == sig:
+        assert signing.verify_envelope(opened, keys[1]).valid is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "-+8=",  # the two alphabets mixed
+        "_/8=",
+        "-_9=",  # URL-safe with unused bits set (canonical: "-_8=")
+        "-_8",  # padding dropped
+        "-_8=\n",
+    ],
+)
+def test_url_safe_base64_must_be_canonical_too(value: str) -> None:
+    assert base64.urlsafe_b64decode("-_8=") == b"\xfb\xff"
+    env = json.loads(unsigned_envelope(b"{}"))
+    env["payload"] = value
+    with pytest.raises(BadInputError, match="payload is not canonical base64"):
         signing.open_envelope(signing.canonical_bytes(env))
 
 
@@ -468,10 +510,10 @@ def test_base64_must_be_canonical(signed: bytes, keys: tuple[Any, Ed25519PublicK
     ("fields", "message"),
     [
         ({"extra": 1}, "not a kit report envelope"),
-        ({"payload": 5}, "payload is not canonical standard base64"),
-        ({"payload": "e30"}, "payload is not canonical standard base64"),
-        ({"payload": "e30=\n"}, "payload is not canonical standard base64"),
-        ({"payload": "ééé="}, "payload is not canonical standard base64"),
+        ({"payload": 5}, "payload is not canonical base64"),
+        ({"payload": "e30"}, "payload is not canonical base64"),
+        ({"payload": "e30=\n"}, "payload is not canonical base64"),
+        ({"payload": "ééé="}, "payload is not canonical base64"),
         ({"signatures": {}}, "signatures must be a list"),
         ({"signatures": [1]}, "exactly keyid and sig"),
         ({"signatures": [{"keyid": "x", "sig": ""}]}, "keyid 'x' is not"),

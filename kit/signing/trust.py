@@ -1,0 +1,166 @@
+"""The trust store: the public keys whose signatures kit accepts without ``--key``.
+
+Layout: the directory ``trusted/`` in kit's config dir (:func:`kit.paths.default_config_dir`),
+one file per key, ``<name>.pub``, holding the key as SubjectPublicKeyInfo PEM exactly as kit
+writes public keys. The name is the file's stem (letters, digits, '.', '_' and '-'); the
+fingerprint is never stored, it is recomputed from the key each time, so renaming or editing a
+file cannot make it vouch for another key. The directory is created mode 0700, files 0644 and
+never written through an existing file or symlink. Nothing else lives there.
+
+Authentication is by the key itself: :meth:`TrustStore.verify` takes the envelope's keyid only
+to pick the trusted key whose fingerprint equals it, then verifies the signature with that key
+(:func:`kit.signing.envelope.verify_envelope`). A signature is accepted only when it verifies;
+the keyid alone never is. A keyid that names no trusted key gives an untrusted check (not
+checked, ``untrusted=True``), which readers refuse unless told to allow it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pydantic import Field
+
+from kit.base import StrictModel
+from kit.errors import BadInputError
+from kit.paths import default_config_dir
+from kit.signing.canonical import show
+from kit.signing.envelope import Envelope, SignatureCheck, verify_envelope
+from kit.signing.keys import fingerprint, load_public_key
+
+TRUST_DIR = "trusted"
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}\Z")
+_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}\Z")
+_MAX_KEYS = 1000
+
+
+class TrustedKey(StrictModel):
+    """One key of the trust store."""
+
+    name: str = Field(description="The file stem in the trust store.")
+    fingerprint: str = Field(description="'sha256:<hex>' of the raw public key, recomputed.")
+    path: Path = Field(description="The key's file in the trust store.")
+
+
+class TrustStore(StrictModel):
+    """The public keys trusted to sign reports; see the module docstring for the layout."""
+
+    directory: Path = Field(description="The trust store directory (``<config>/trusted``).")
+
+    @classmethod
+    def default(cls) -> TrustStore:
+        """The store in kit's config dir."""
+        return cls(directory=default_config_dir() / TRUST_DIR)
+
+    def _entries(self) -> list[tuple[TrustedKey, Ed25519PublicKey]]:
+        try:
+            paths = sorted(p for p in self.directory.iterdir() if p.name.endswith(".pub"))
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise BadInputError(
+                f"cannot read the trust store {self.directory}: {e.strerror}"
+            ) from None
+        if len(paths) > _MAX_KEYS:
+            raise BadInputError(f"the trust store {self.directory} holds over {_MAX_KEYS} keys")
+        out = []
+        for path in paths:
+            try:
+                key = load_public_key(path)
+            except BadInputError as e:
+                raise BadInputError(
+                    f"trust store: {e.message}",
+                    hint=f"remove it with `kit keys untrust {path.name[:-4]}`",
+                ) from None
+            out.append(
+                (TrustedKey(name=path.name[:-4], fingerprint=fingerprint(key), path=path), key)
+            )
+        return out
+
+    def trusted(self) -> list[TrustedKey]:
+        """Every trusted key, by name."""
+        return [entry for entry, _ in self._entries()]
+
+    def add(self, public_key_path: Path, name: str | None = None) -> TrustedKey:
+        """Trust the Ed25519 public key in ``public_key_path`` under ``name`` (default: the
+        file's stem). Trusting a key already trusted returns its entry unchanged."""
+        key = load_public_key(public_key_path)
+        fp = fingerprint(key)
+        name = public_key_path.stem if name is None else name
+        if not _NAME.match(name):
+            raise BadInputError(
+                f"key name {show(name)} is not a plain file name",
+                hint="use letters, digits, '.', '_' and '-' only (--name NAME)",
+            )
+        for entry in self.trusted():
+            if entry.fingerprint == fp:
+                return entry
+            if entry.name == name:
+                raise BadInputError(
+                    f"the name {name!r} is already trusted for another key {entry.fingerprint}",
+                    hint="pick another name with --name, or `kit keys untrust` the old one",
+                )
+        pem = key.public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        path = self.directory / f"{name}.pub"
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with os.fdopen(fd, "wb") as f:
+                f.write(pem)
+        except FileExistsError:
+            raise BadInputError(
+                f"{path} already exists", hint="pick another name with --name"
+            ) from None
+        except OSError as e:
+            raise BadInputError(f"cannot write {path}: {e.strerror}") from None
+        return TrustedKey(name=name, fingerprint=fp, path=path)
+
+    def remove(self, name_or_fingerprint: str) -> TrustedKey:
+        """Stop trusting the key with this name or fingerprint; returns what was removed."""
+        by_fp = bool(_FINGERPRINT.match(name_or_fingerprint))
+        if not by_fp and _NAME.match(name_or_fingerprint):
+            path = self.directory / f"{name_or_fingerprint}.pub"
+            if path.is_file() and not path.is_symlink():
+                # by name: works even for an unreadable file, so a broken entry can be removed
+                try:
+                    fp = fingerprint(load_public_key(path))
+                except BadInputError:
+                    fp = "unreadable"
+                path.unlink()
+                return TrustedKey(name=name_or_fingerprint, fingerprint=fp, path=path)
+        for entry in self.trusted() if by_fp else []:
+            if entry.fingerprint == name_or_fingerprint:
+                entry.path.unlink()
+                return entry
+        raise BadInputError(
+            f"no trusted key named {show(name_or_fingerprint)}",
+            hint="`kit keys list` shows the trusted keys by name and fingerprint",
+        )
+
+    def find(self, keyid: str) -> tuple[TrustedKey, Ed25519PublicKey] | None:
+        """The trusted key whose fingerprint is ``keyid``, if any."""
+        for entry, key in self._entries():
+            if entry.fingerprint == keyid:
+                return entry, key
+        return None
+
+    def verify(self, env: Envelope) -> SignatureCheck:
+        """Check the envelope's signature against the trusted key it names: valid only when
+        that key verifies it; untrusted (not checked) when no trusted key has its keyid."""
+        if not env.signatures:
+            return verify_envelope(env, None)
+        found = self.find(env.signatures[0].keyid)
+        if found is None:
+            return verify_envelope(env, None)
+        entry, key = found
+        check = verify_envelope(env, key)
+        if not check.valid:
+            return check
+        return check.model_copy(
+            update={"signer": entry.name, "reason": f"{check.reason} (trusted as {entry.name!r})"}
+        )
