@@ -1,8 +1,11 @@
 """Canonical JSON (RFC 8785) out, and JSON in within limits.
 
 Writing: :func:`canonical_bytes` gives the one byte form of a JSON value, so every byte of a
-report file has one meaning. Reading: :func:`parse_json` refuses oversize input, nesting past
-the depth limit (scanned before any parsing), duplicate keys, NaN and over-long integers, with
+report file has one meaning. Reading: :func:`read_limited` opens regular files only (a FIFO
+cannot block it) and checks the size before reading; :func:`parse_json` refuses oversize input,
+a shape that would take more memory than :data:`MAX_AMPLIFICATION` times the input, more than
+:data:`MAX_VALUES` values (both counted before any parsing), nesting past the depth limit, more
+containers than the caller allows, duplicate keys, NaN and over-long integers, with
 ``BadInputError`` for each; nothing else escapes.
 """
 
@@ -10,7 +13,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Mapping
 from itertools import accumulate
 from pathlib import Path
@@ -27,11 +32,25 @@ READ_HINT = "ask the sender for the file exactly as kit wrote it"
 # A JSON string, or an unterminated one up to the end: every '"' matches at once, so the scan
 # stays linear on hostile input (an unterminated string makes the JSON invalid anyway).
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NUMBER = re.compile(r"[-0-9][-+.0-9eE]*")
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACKET_STEP = [0] * 256
 _BRACKET_STEP[ord("[")] = _BRACKET_STEP[ord("{")] = 1
 _BRACKET_STEP[ord("]")] = _BRACKET_STEP[ord("}")] = -1
 _DIGITS_MAX = 400  # longer integer literals are refused before int() sees them
+
+# Memory of the parsed value, estimated from counts taken before parsing: CPython bytes per
+# array, object, key, item, value string and number (measured on 3.11; see bench/). Real reports
+# estimate at 3-4.2 times their bytes (they take 2.9-3.4); a shape of small values estimates far
+# higher (`[{},{},...]` 21x, 3 M short notes 13x) and is refused before json.loads runs. Inputs
+# under the allowance are never refused for their shape, so small files get the precise errors.
+MAX_AMPLIFICATION = 8
+# Values (array items and object members) in all: canonical_bytes, pydantic and jsonschema take
+# time per value (the largest example report has 27 k). Counted as commas plus containers;
+# kit.report.limits caps a report payload further.
+MAX_VALUES = 300_000
+AMPLIFICATION_ALLOWANCE = 8 << 20  # bytes
+_COST = {"array": 64, "object": 64, "key": 40, "item": 8, "string": 56, "number": 24}
 
 
 def canonical_bytes(obj: Any, *, max_depth: int = MAX_DEPTH) -> bytes:
@@ -86,7 +105,19 @@ def show(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "...'"
 
 
-def parse_json(data: bytes, what: str, max_bytes: int, max_depth: int) -> Any:
+def parse_json(
+    data: bytes,
+    what: str,
+    max_bytes: int,
+    max_depth: int,
+    *,
+    max_containers: int | None = None,
+    max_amplification: float = MAX_AMPLIFICATION,
+    max_values: int = MAX_VALUES,
+) -> Any:
+    """Parse JSON bytes within limits: size, memory estimate, values in all, depth, then
+    ``max_containers`` (arrays and objects in all; None: no count limit), before
+    ``json.loads`` sees them."""
     if not isinstance(data, bytes):
         raise BadInputError(f"{what} must be bytes, not {type(data).__name__}")
     if len(data) > max_bytes:
@@ -95,11 +126,41 @@ def parse_json(data: bytes, what: str, max_bytes: int, max_depth: int) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadInputError(f"{what} is not UTF-8 (byte {e.start})", hint=READ_HINT) from None
-    # Depth first, without recursion: strings removed, then the running count of brackets.
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii")
+    # One linear pass each, without recursion or a list per token: strings removed (counted),
+    # then numbers; what is left is punctuation and literals, counted with str.count.
+    rest, strings = _JSON_STRING.subn("", text)
+    rest, numbers = _NUMBER.subn("", rest)
+    keys, containers = rest.count(":"), rest.count("[") + rest.count("{")
+    counts = {
+        "array": rest.count("["),
+        "object": rest.count("{"),
+        "key": keys,
+        "item": rest.count(","),
+        "string": max(strings - keys, 0),
+        "number": numbers,
+    }
+    estimate = sum(_COST[kind] * n for kind, n in counts.items())
+    if estimate > max_amplification * len(data) + AMPLIFICATION_ALLOWANCE:
+        raise BadInputError(
+            f"{what} would take about {estimate >> 20} MiB to parse, over the limit of "
+            f"{max_amplification:g} times its {len(data)} bytes ({containers} arrays and "
+            f"objects, {strings} strings, {numbers} numbers)",
+            hint=READ_HINT,
+        )
+    if (values := counts["item"] + containers) > max_values:
+        raise BadInputError(
+            f"{what} has about {values} values, over the limit of {max_values}", hint=READ_HINT
+        )
+    # Depth without recursion: the running count of brackets (as many as values, at most).
+    brackets = _NOT_BRACKET.sub("", rest).encode("ascii")
     depth = max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
     if depth > max_depth:
         raise BadInputError(f"{what} is nested deeper than {max_depth} levels", hint=READ_HINT)
+    if max_containers is not None and containers > max_containers:
+        raise BadInputError(
+            f"{what} has {containers} arrays and objects, over the limit of {max_containers}",
+            hint=READ_HINT,
+        )
     try:
         return json.loads(
             text, object_pairs_hook=_unique_keys, parse_int=_parse_int, parse_constant=_no_constant
@@ -126,12 +187,43 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
 def read_limited(path: Path, max_bytes: int, what: str) -> bytes:
+    """The bytes of a regular file (a symlink to one is fine) of at most ``max_bytes``.
+
+    Opened non-blocking and checked with fstat before any read, so a FIFO, a device or a
+    directory is refused at once and an oversize file is refused unread; at most
+    ``max_bytes + 1`` bytes are read in any case (the file may grow after fstat).
+    """
     try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise BadInputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    try:
+        mode, size = (info := os.fstat(fd)).st_mode, info.st_size
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a plain file")
+            raise BadInputError(f"{path}: cannot read the {what}: not a regular file ({kind})")
+        if size > max_bytes:
+            raise BadInputError(f"{path}: the {what} is over the {max_bytes}-byte limit")
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise BadInputError(f"{path}: the {what} is over the {max_bytes}-byte limit")
     return data
