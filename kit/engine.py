@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kit import installer
 from kit import patches as patches_mod
@@ -28,6 +28,7 @@ from kit.errors import BadInputError, EnvironmentProblem
 from kit.patches import PatchManifest
 from kit.paths import display_path, kit_home
 from kit.recipe import Engine
+from kit.report.schema import EngineFacts
 
 log = logging.getLogger(__name__)
 
@@ -53,20 +54,9 @@ print(json.dumps(out))
 """
 
 
-class EngineEnv(BaseModel):
+class EngineEnv(EngineFacts):
     """Where the engine runs and what it is."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["managed", "external"] = Field(description="kit's own venv, or given.")
-    name: str = Field(description="Engine distribution.")
-    version: str = Field(description="Installed engine version.")
-    python: str = Field(description="Interpreter running the engine.")
-    python_version: str = Field(description="Its Python version.")
-    site_packages: str = Field(description="Where the engine package lives.")
-    pythonpath: str | None = Field(None, description="PYTHONPATH used with an external engine.")
-    versions: dict[str, str] = Field(description="torch, transformers, triton in that env.")
-    patch_series: str | None = Field(None, description="Patch series this env carries.")
     patches: PatchManifest | None = Field(
         None, description="The series as verified on this engine just before serving."
     )

@@ -26,21 +26,22 @@ def kit_home() -> Path:
 
 def display_path(path: Path) -> str:
     """A path for reports: relative to KIT_HOME, else to the working directory, else to the
-    user's home, so reports name no machine's absolute paths where it can be helped."""
-    path = path.resolve()
-    home = kit_home()
-    try:
-        return "$KIT_HOME/" + str(path.relative_to(home))
-    except ValueError:
-        pass
-    try:
-        return "./" + str(path.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        pass
-    try:
-        return "~/" + str(path.relative_to(Path.home()))
-    except ValueError:
-        return str(path)
+    user's home, so reports name no machine's absolute paths where it can be helped. The path
+    is taken as written (made absolute, symlinks kept: a venv's ``bin/python`` stays in the
+    venv) and, when that is under no root, with its symlinks resolved."""
+    roots = (
+        ("$KIT_HOME/", kit_home()),
+        ("./", Path.cwd().resolve()),
+        ("~/", Path.home()),
+    )
+    for candidate in dict.fromkeys((Path(os.path.abspath(path)), path.resolve())):
+        for prefix, root in roots:
+            for base in dict.fromkeys((Path(os.path.abspath(root)), root.resolve())):
+                try:
+                    return prefix + str(candidate.relative_to(base))
+                except ValueError:
+                    continue
+    return str(path.resolve())
 
 
 def default_config_dir() -> Path:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kit.bench import BenchResult, PromptSummary
 from kit.errors import BadInputError
+from kit.paths import display_path
 from kit.recipe import Bench, Prompt, VllmBenchSettings
 
 log = logging.getLogger(__name__)
@@ -183,6 +184,24 @@ def bench_argv(
     if bench.ignore_eos:
         argv.append("--ignore-eos")
     return argv
+
+
+def shown_argv(argv: list[str], out_dir: Path) -> list[str]:
+    """The arguments as a report shows them: files of ``out_dir`` by their names (they lie
+    beside the report), other absolute paths (the tokenizer, a model path as the served name)
+    the way every path in a report is shown."""
+    shown = []
+    for before, arg in zip(["", *argv], argv, strict=False):
+        path = Path(arg)
+        if before == "--endpoint":  # a URL path, not a file
+            shown.append(arg)
+        elif arg.startswith(str(out_dir)):
+            shown.append(path.name)
+        elif path.is_absolute():
+            shown.append(display_path(path))
+        else:
+            shown.append(arg)
+    return shown
 
 
 def _float(data: dict[str, Any], key: str) -> float | None:
@@ -335,7 +354,7 @@ def run_vllm_bench(
                 error = f"exit {proc.returncode}: " + " | ".join(proc.stdout.splitlines()[-3:])
         except (OSError, subprocess.TimeoutExpired) as exc:
             error = f"{type(exc).__name__}: {exc}"
-        shown = [str(a) if not str(a).startswith(str(out_dir)) else Path(a).name for a in argv]
+        shown = shown_argv(argv, out_dir)
         path = out_dir / name
         if error is None and path.exists():
             parsed = parse_result(json.loads(path.read_text()))

@@ -1,4 +1,4 @@
-"""What every suite shares: the checkout's root.
+"""What every suite shares: the checkout's root, and a private kit config dir.
 
 Only this file locates it. Tests take the ``repo_root`` fixture; what would otherwise be needed
 at a test module's level (parametrizing over recipes/, patches/, ...) is a parametrized
@@ -9,6 +9,8 @@ one loaded.)
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,18 @@ RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
 SERIES_DIRS = sorted((ROOT / "patches").iterdir())
 EXAMPLE_REPORTS = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
 VLLM_BENCH_RESULTS = sorted((ROOT / "tests" / "fixtures" / "vllm-bench").glob("*.json"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """kit's config dir (trust store, redaction secret, default signing key) for the whole run,
+    in a temporary directory: no test reads or writes the user's ~/.config/kit."""
+    given = os.environ.get("KIT_CONFIG_DIR")
+    path = Path(given) if given else tmp_path_factory.mktemp("kit-config")
+    os.environ["KIT_CONFIG_DIR"] = str(path)
+    yield path
+    if given is None:
+        os.environ.pop("KIT_CONFIG_DIR", None)
 
 
 @pytest.fixture(scope="session")

@@ -54,7 +54,12 @@ def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
     path = Path(key_path).expanduser() if key_path else default_private_key_path()
     if key_path and not path.is_file():
         raise BadInputError(f"--key {key_path}: no such file")
-    return path.resolve() if path.is_file() else None
+    if not path.is_file():
+        return None
+    from kit.signing import load_private_key
+
+    load_private_key(path)  # refused here (mode, format) before any image is built
+    return path.resolve()
 
 
 def render(

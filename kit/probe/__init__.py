@@ -31,8 +31,9 @@ from kit.probe.models import (
     ProcessCpu,
     Unavailable,
 )
-from kit.probe.parse import host_probe_from_dump, probe_to_json, redact_value
+from kit.probe.parse import host_probe_from_dump, probe_to_json
 from kit.probe.procfs import process_group, process_tree
+from kit.probe.redaction import redact_value, redaction_secret
 from kit.probe.sampler import GpuSampler
 from kit.probe.sampling import (
     GpuSample,
@@ -77,6 +78,7 @@ __all__ = [
     "process_group",
     "process_tree",
     "redact_value",
+    "redaction_secret",
     "window_energy",
 ]
 

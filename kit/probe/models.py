@@ -85,7 +85,10 @@ class ContainerInfo(FrozenModel):
 
     detected: bool = Field(description="Any container evidence was found.")
     runtime: str | None = Field(
-        description="Best guess: kubernetes, podman, docker, containerd, lxc or $container."
+        description=(
+            "Best guess: kubernetes, podman, docker, containerd, lxc, or $container when it "
+            "names a known runtime (else 'other')."
+        )
     )
     evidence: list[str] = Field(description="What was seen: files, cgroup entries, variables.")
 
@@ -163,7 +166,7 @@ class GpuInfo(FrozenModel):
     index: int = Field(description="NVML index.")
     name: str | Unavailable = Field(description="Product name, e.g. 'NVIDIA H200'.")
     uuid: str | Unavailable = Field(
-        description="GPU UUID; 'redacted:<sha256 prefix>' when redacted."
+        description="GPU UUID; 'redacted:<keyed HMAC-SHA256 prefix>' when redacted."
     )
     serial: str | Unavailable = Field(
         description="Board serial; Unavailable 'Redacted' when redacted."
@@ -220,7 +223,7 @@ class HostProbe(FrozenModel):
     collected_at: str = Field(description="When the readings were taken (UTC, ISO 8601).")
     redacted: bool = Field(description="Host name, paths, UUIDs and serials were redacted.")
     hostname: str | Unavailable = Field(
-        description="Host name; 'redacted:<sha256 prefix>' if redacted."
+        description="Host name; 'redacted:<keyed HMAC-SHA256 prefix>' if redacted."
     )
     os: OsInfo = Field(description="Operating system and kernel.")
     cpu: CpuInfo = Field(description="Processors and memory.")

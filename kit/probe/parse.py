@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -45,15 +44,11 @@ from kit.probe.nvml import (
     as_watts,
     read,
 )
+from kit.probe.redaction import redact_value, redaction_secret, runtime_name
 
 REDACTED = Unavailable(reason="Redacted")
 # Links that do not exist on a GPU answer InvalidArgument: they are not links, not failures.
 _NO_SUCH_LINK = {"InvalidArgument"}
-
-
-def redact_value(value: str) -> str:
-    """A stable stand-in for an identifier: ``redacted:`` and 16 hex digits of its sha256."""
-    return "redacted:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
 
 
 def probe_to_json(host: HostProbe) -> str:
@@ -61,8 +56,13 @@ def probe_to_json(host: HostProbe) -> str:
     return host.model_dump_json(indent=2)
 
 
-def host_probe_from_dump(dump: dict[str, Any], redact: bool = True) -> HostProbe:
-    """Build the HostProbe from a raw dump (see :func:`kit.probe.dump.collect_nvml_dump`)."""
+def host_probe_from_dump(
+    dump: dict[str, Any], redact: bool = True, secret: bytes | None = None
+) -> HostProbe:
+    """Build the HostProbe from a raw dump (see :func:`kit.probe.dump.collect_nvml_dump`).
+
+    Redacted identifiers are keyed with ``secret``, by default the install's
+    (:func:`kit.probe.redaction.redaction_secret`)."""
     if not isinstance(dump, dict) or dump.get("format") != DUMP_FORMAT:
         raise BadInputError(
             "not a kit probe dump (no 'format': 'kit-probe-dump')",
@@ -77,6 +77,7 @@ def host_probe_from_dump(dump: dict[str, Any], redact: bool = True) -> HostProbe
     host: dict[str, Any] = dump.get("host") or {}
     nvml: dict[str, Any] = dump.get("nvml") or {}
     scrub = _scrubber(host) if redact else _identity
+    key = (redaction_secret() if secret is None else secret) if redact else None
 
     init: Raw = nvml.get("init") or {"error": "NotInDump"}
     nvml_error: str | None = None
@@ -95,7 +96,7 @@ def host_probe_from_dump(dump: dict[str, Any], redact: bool = True) -> HostProbe
     return HostProbe(
         collected_at=str(dump.get("collected_at", "")),
         redacted=redact,
-        hostname=_identifier(hostname, redact, hashed=True),
+        hostname=_identifier(hostname, key),
         os=_os(host),
         cpu=_cpu(host),
         container=_container(host),
@@ -108,7 +109,7 @@ def host_probe_from_dump(dump: dict[str, Any], redact: bool = True) -> HostProbe
             ),
             nvml_version=read(missing or system.get("nvmlSystemGetNVMLVersion"), as_str),
         ),
-        gpus=[_gpu(device, redact) for device in devices],
+        gpus=[_gpu(device, key) for device in devices],
         p2p=[_p2p(pair) for pair in nvml.get("pairs") or []],
         topology=[
             Topology(
@@ -152,12 +153,11 @@ def _scrubber(host: dict[str, Any]) -> Callable[[str], str]:
     return scrub
 
 
-def _identifier(value: Any, redact: bool, hashed: bool) -> str | Unavailable:
+def _identifier(value: Any, key: bytes | None) -> str | Unavailable:
+    """The value, or with a redaction ``key`` its keyed stand-in."""
     if not value:
         return Unavailable(reason="NotInDump")
-    if not redact:
-        return str(value)
-    return redact_value(str(value)) if hashed else REDACTED
+    return str(value) if key is None else redact_value(str(value), key)
 
 
 def _fact(value: Any, reason: str = "NotReadable") -> Any:
@@ -240,7 +240,8 @@ def _container(host: dict[str, Any]) -> ContainerInfo:
     if raw.get("dockerenv"):
         found.append(("docker", "/.dockerenv exists"))
     if env.get("container"):
-        found.append((env["container"], f"env container={env['container']}"))
+        runtime = runtime_name(env["container"])
+        found.append((runtime, f"env container={runtime}"))
     for name in ("DOCKER_CONTAINER", "SINGULARITY_NAME"):
         if name in env:
             found.append(("singularity" if name.startswith("SING") else "docker", f"env {name}"))
@@ -260,7 +261,7 @@ def _python(host: dict[str, Any], scrub: Callable[[str], str]) -> PythonInfo:
     )
 
 
-def _gpu(device: dict[str, Any], redact: bool) -> GpuInfo:
+def _gpu(device: dict[str, Any], key: bytes | None) -> GpuInfo:
     calls: dict[str, Raw] = device.get("calls") or {}
     handle: Raw = device.get("handle") or {}
     failed = handle if "error" in handle else None
@@ -270,8 +271,8 @@ def _gpu(device: dict[str, Any], redact: bool) -> GpuInfo:
 
     uuid = read(get("nvmlDeviceGetUUID"), as_str)
     serial = read(get("nvmlDeviceGetSerial"), as_str)
-    if redact:
-        uuid = redact_value(uuid) if isinstance(uuid, str) else uuid
+    if key is not None:
+        uuid = redact_value(uuid, key) if isinstance(uuid, str) else uuid
         serial = REDACTED if isinstance(serial, str) else serial
     # A dump from old bindings holds the "throttle" call where the "event" one was missing.
     reasons = calls.get("nvmlDeviceGetCurrentClocksThrottleReasons") or get(

@@ -202,8 +202,11 @@ def _display_arg(arg: str) -> str:
             shown = {k: _display_arg(v) if isinstance(v, str) else v for k, v in data.items()}
             return json.dumps(shown, separators=(",", ":"))
         return arg
+    flag, eq, value = arg.partition("=")
+    if eq and flag.startswith("-") and value.startswith("/"):  # --flag=/a/path
+        return f"{flag}={_display_arg(value)}"
     p = Path(arg)
-    return display_path(p) if p.is_absolute() and p.exists() else arg
+    return display_path(p) if p.is_absolute() else arg
 
 
 def display_argv(argv: list[str]) -> list[str]:

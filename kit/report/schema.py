@@ -29,8 +29,9 @@ UPGRADES: list[Upgrade] = []
 SCHEMA_VERSION = current_version(UPGRADES)
 
 
-class EngineInfo(KitModel):
-    """The engine that served: what it was and where it ran (paths KIT_HOME-relative)."""
+class EngineFacts(KitModel):
+    """What an engine environment is: shared by the engine stage's EngineEnv (with this
+    machine's paths) and the report's EngineInfo (paths shown KIT_HOME-relative)."""
 
     kind: Literal["managed", "external"] = Field(description="kit's own venv, or given.")
     name: str = Field(description="Engine distribution.")
@@ -41,6 +42,11 @@ class EngineInfo(KitModel):
     pythonpath: str | None = Field(None, description="PYTHONPATH used with an external engine.")
     versions: dict[str, str] = Field(description="torch, transformers, triton in that env.")
     patch_series: str | None = Field(None, description="Patch series this env carries.")
+
+
+class EngineInfo(EngineFacts):
+    """The engine that served: what it was and where it ran (paths KIT_HOME-relative)."""
+
     image: str | None = Field(
         None, description="The image it ran from (compose runs only; absent otherwise)."
     )

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import os
 import re
+import stat
 from pathlib import Path
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -90,8 +91,9 @@ def _write_new(path: Path, data: bytes, mode: int, *, replace: bool) -> None:
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
-    """Read an unencrypted Ed25519 private key (PKCS8 PEM)."""
-    data = read_limited(path, _KEY_FILE_MAX, "private key")
+    """Read an unencrypted Ed25519 private key (PKCS8 PEM) from a file only its owner may
+    access: like ssh, kit refuses a key that group or others could read or change."""
+    data, mode = _read_private(path)
     hint = "expected an unencrypted Ed25519 private key in PKCS8 PEM form, as kit generates"
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -103,7 +105,34 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
         raise BadInputError(f"{path}: not a readable private key", hint=hint) from None
     if not isinstance(key, Ed25519PrivateKey):
         raise BadInputError(f"{path}: not an Ed25519 key", hint=hint)
+    if os.name == "posix" and mode & 0o077:
+        raise BadInputError(
+            f"{path}: private key is readable by others (mode {mode:04o})",
+            hint=f"chmod 600 {path}",
+        )
     return key
+
+
+def _read_private(path: Path) -> tuple[bytes, int]:
+    """The file's bytes and its permission bits, read from the opened file (fstat), so they
+    are the mode of the file that was read; the open does not block on a FIFO, which is then
+    refused as not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read the private key: {e.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise BadInputError(f"{path}: cannot read the private key: not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(_KEY_FILE_MAX + 1)
+        except OSError as e:
+            raise BadInputError(f"{path}: cannot read the private key: {e.strerror}") from None
+    if len(data) > _KEY_FILE_MAX:
+        raise BadInputError(f"{path}: the private key is over the {_KEY_FILE_MAX}-byte limit")
+    return data, stat.S_IMODE(info.st_mode)
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
