@@ -1,12 +1,16 @@
 """Where kit keeps things: the cache root, the config directory, the default signing key, and
 how a path is written into a report so that it names no machine.
 
+Also the one way kit reads a file it did not write (report, key, recipe, secret):
+:func:`read_regular`, which never blocks and never reads past a limit.
+
 Stdlib only: the installer and the CLI's error path import it before anything is installed.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 ENV_HOME = "KIT_HOME"
@@ -58,3 +62,56 @@ def default_private_key_path() -> Path:
     if value := os.environ.get(ENV_SIGNING_KEY):
         return Path(value).expanduser()
     return default_config_dir() / "kit.key"
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegularFile(Exception):
+    """The path is a FIFO, a directory, a device...: ``kind`` says which."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class FileTooLarge(Exception):
+    """Over the limit: ``size`` is the size fstat gave, None when the file grew while read."""
+
+    def __init__(self, size: int | None) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_regular(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
+    """The bytes (at most ``limit``) of a regular file (a symlink to one is fine) and its
+    fstat. Opened non-blocking and checked with fstat before any read, so a FIFO, a device or
+    a directory is refused at once (:class:`NotRegularFile`) and an oversize file unread
+    (:class:`FileTooLarge`); at most ``limit + 1`` bytes are read in any case. Open and read
+    failures raise the ``OSError``; callers turn all three into their own messages."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(
+                next((name for test, name in _KINDS if test(info.st_mode)), "not a plain file")
+            )
+        if info.st_size > limit:
+            raise FileTooLarge(info.st_size)
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise FileTooLarge(None)
+    return data, info

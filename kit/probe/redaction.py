@@ -19,11 +19,10 @@ import hmac
 import logging
 import os
 import secrets
-import stat
 from pathlib import Path
 
 from kit.errors import BadInputError
-from kit.paths import default_config_dir
+from kit.paths import FileTooLarge, NotRegularFile, default_config_dir, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +57,13 @@ def redaction_secret(config_dir: Path | None = None) -> bytes:
 
 
 def _read_secret(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise BadInputError(f"{path}: not a regular file", hint=f"remove {path}")
-    with os.fdopen(fd, "rb") as f:
-        text = f.read(4 * _SECRET_BYTES).decode("ascii", errors="replace").strip()
+    try:
+        data, info = read_regular(path, 4 * _SECRET_BYTES)
+    except NotRegularFile:
+        raise BadInputError(f"{path}: not a regular file", hint=f"remove {path}") from None
+    except FileTooLarge:
+        data, info = b"", os.stat(path)  # refused below as not a secret
+    text = data.decode("ascii", errors="replace").strip()
     if info.st_mode & 0o077:
         log.warning("probe: %s is readable by others; `chmod 600 %s`", path, path)
     try:

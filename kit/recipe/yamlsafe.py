@@ -12,14 +12,13 @@ file kept in a :data:`Marks` map from its dotted field path. Every problem is on
 from __future__ import annotations
 
 import math
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from kit.errors import RecipeError
+from kit.paths import FileTooLarge, NotRegularFile, read_regular
 
 MAX_BYTES = 1 << 20  # a recipe is a page of YAML; 1 MiB is generous
 MAX_DEPTH = 32
@@ -43,34 +42,18 @@ def _at(label: str, mark: Any) -> str:
 
 def read_text(path: Path, label: str, limit: int = MAX_BYTES) -> str:
     """A regular file's text, at most ``limit`` bytes of strict UTF-8; never blocks."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        data, _ = read_regular(path, limit)
     except FileNotFoundError:
         raise RecipeError([f"{label}: file not found"]) from None
+    except NotRegularFile:
+        raise RecipeError([f"{label}: not a regular file"]) from None
+    except FileTooLarge as exc:
+        if exc.size is None:
+            raise RecipeError([f"{label}: over the {limit}-byte limit"]) from None
+        raise RecipeError([f"{label}: {exc.size} bytes, over the {limit}-byte limit"]) from None
     except OSError as exc:
         raise RecipeError([f"{label}: cannot read: {exc.strerror}"]) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RecipeError([f"{label}: not a regular file"])
-        if info.st_size > limit:
-            raise RecipeError([f"{label}: {info.st_size} bytes, over the {limit}-byte limit"])
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise RecipeError([f"{label}: cannot read: {exc.strerror}"]) from None
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise RecipeError([f"{label}: over the {limit}-byte limit"])
-    data = b"".join(chunks)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import stat
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from typing import Any
 import rfc8785
 
 from kit.errors import BadInputError
+from kit.paths import FileTooLarge, NotRegularFile, read_regular
 
 MAX_DEPTH = 64
 MAX_SAFE_INT = 2**53 - 1  # larger integers are written as strings (JCS numbers are doubles)
@@ -187,43 +187,22 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
+def read_regular_file(path: Path, max_bytes: int, what: str) -> tuple[bytes, int]:
+    """The bytes of a regular file of at most ``max_bytes`` (:func:`kit.paths.read_regular`)
+    and its permission bits; every refusal is a ``BadInputError`` naming the file."""
+    try:
+        data, info = read_regular(path, max_bytes)
+    except NotRegularFile as e:
+        raise BadInputError(
+            f"{path}: cannot read the {what}: not a regular file ({e.kind})"
+        ) from None
+    except FileTooLarge:
+        raise BadInputError(f"{path}: the {what} is over the {max_bytes}-byte limit") from None
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+    return data, stat.S_IMODE(info.st_mode)
 
 
 def read_limited(path: Path, max_bytes: int, what: str) -> bytes:
-    """The bytes of a regular file (a symlink to one is fine) of at most ``max_bytes``.
-
-    Opened non-blocking and checked with fstat before any read, so a FIFO, a device or a
-    directory is refused at once and an oversize file is refused unread; at most
-    ``max_bytes + 1`` bytes are read in any case (the file may grow after fstat).
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise BadInputError(f"{path}: cannot read the {what}: {e.strerror}") from None
-    try:
-        mode, size = (info := os.fstat(fd)).st_mode, info.st_size
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "not a plain file")
-            raise BadInputError(f"{path}: cannot read the {what}: not a regular file ({kind})")
-        if size > max_bytes:
-            raise BadInputError(f"{path}: the {what} is over the {max_bytes}-byte limit")
-        chunks: list[bytes] = []
-        left = max_bytes + 1
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError as e:
-        raise BadInputError(f"{path}: cannot read the {what}: {e.strerror}") from None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > max_bytes:
-        raise BadInputError(f"{path}: the {what} is over the {max_bytes}-byte limit")
-    return data
+    """:func:`read_regular_file`, the bytes only."""
+    return read_regular_file(path, max_bytes, what)[0]

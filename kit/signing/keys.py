@@ -7,7 +7,6 @@ import hashlib
 import logging
 import os
 import re
-import stat
 from pathlib import Path
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -18,7 +17,7 @@ from pydantic import Field
 from kit.base import StrictModel
 from kit.errors import BadInputError
 from kit.paths import default_config_dir, default_private_key_path
-from kit.signing.canonical import read_limited, show
+from kit.signing.canonical import read_limited, read_regular_file, show
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +92,7 @@ def _write_new(path: Path, data: bytes, mode: int, *, replace: bool) -> None:
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """Read an unencrypted Ed25519 private key (PKCS8 PEM) from a file only its owner may
     access: like ssh, kit refuses a key that group or others could read or change."""
-    data, mode = _read_private(path)
+    data, mode = read_regular_file(path, _KEY_FILE_MAX, "private key")
     hint = "expected an unencrypted Ed25519 private key in PKCS8 PEM form, as kit generates"
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -111,28 +110,6 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
             hint=f"chmod 600 {path}",
         )
     return key
-
-
-def _read_private(path: Path) -> tuple[bytes, int]:
-    """The file's bytes and its permission bits, read from the opened file (fstat), so they
-    are the mode of the file that was read; the open does not block on a FIFO, which is then
-    refused as not a regular file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise BadInputError(f"{path}: cannot read the private key: {e.strerror}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise BadInputError(f"{path}: cannot read the private key: not a regular file")
-    with os.fdopen(fd, "rb") as f:
-        try:
-            data = f.read(_KEY_FILE_MAX + 1)
-        except OSError as e:
-            raise BadInputError(f"{path}: cannot read the private key: {e.strerror}") from None
-    if len(data) > _KEY_FILE_MAX:
-        raise BadInputError(f"{path}: the private key is over the {_KEY_FILE_MAX}-byte limit")
-    return data, stat.S_IMODE(info.st_mode)
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:

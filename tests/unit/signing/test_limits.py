@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit import signing
+from kit import paths, signing
 from kit.errors import BadInputError, VerificationFailed
 from kit.signing import canonical
 
@@ -91,7 +91,7 @@ def test_size_is_checked_before_reading(tmp_path: Path, monkeypatch: pytest.Monk
     def no_read(fd: int, n: int) -> bytes:
         raise AssertionError("read before the size check")
 
-    monkeypatch.setattr(canonical.os, "read", no_read)
+    monkeypatch.setattr(paths.os, "read", no_read)  # the one reader: kit.paths.read_regular
     with pytest.raises(BadInputError, match=r"big\.json: the report file is over the 99-byte"):
         canonical.read_limited(big, 99, "report file")
 
