@@ -66,12 +66,12 @@ integration: venv ## tests against a real vLLM CPU server (slow: builds the engi
 	$(PY) -m pytest tests/integration -q $(PYTEST_ARGS)
 
 lint: venv ## ruff check + format check
-	$(VENV)/bin/ruff check kit tests
-	$(VENV)/bin/ruff format --check kit tests
+	$(VENV)/bin/ruff check kit tests bench
+	$(VENV)/bin/ruff format --check kit tests bench
 
 fmt: venv ## fix what lint reports
-	$(VENV)/bin/ruff check --fix kit tests
-	$(VENV)/bin/ruff format kit tests
+	$(VENV)/bin/ruff check --fix kit tests bench
+	$(VENV)/bin/ruff format kit tests bench
 
 typecheck: venv ## mypy --strict on the package
 	$(VENV)/bin/mypy kit

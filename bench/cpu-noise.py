@@ -58,9 +58,12 @@ def block(arm: str, runs: int) -> list[dict[str, object]]:
     eng = engine_mod.resolve(server_cfg.engine, server_cfg.patches)
     before = os.sched_getaffinity(0)
     rows: list[dict[str, object]] = []
-    with tempfile.TemporaryDirectory() as tmp, NativeRuntime(eng).start(
-        loaded.recipe, built.served_dir, built.draft_dir, Path(tmp) / "server.log"
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        NativeRuntime(eng).start(
+            loaded.recipe, built.served_dir, built.draft_dir, Path(tmp) / "server.log"
+        ) as server,
+    ):
         try:
             if client_cpu is not None:
                 os.sched_setaffinity(0, {client_cpu})

@@ -10,6 +10,9 @@ handled when both calls give a result or a clean ``KitError`` within the limits;
 
 Peak RSS is per worker process (ru_maxrss, so it only grows): for a class run in batches it is
 the worst file of a batch plus the interpreter with kit imported (the baseline, printed last).
+For files of 1 MiB and more, a second, untimed pass under tracemalloc gives the peak of Python
+memory while each call runs, as a multiple of the file's size ("x size"): kit's bound is 4 times
+the size plus an allowance of 8 MiB (kit.signing.canonical.AMPLIFICATION_ALLOWANCE).
 
     .venv/bin/python bench/hostile-reports.py                  # the full corpus (minutes)
     .venv/bin/python bench/hostile-reports.py --mutations 50   # a quick smoke run
@@ -34,6 +37,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "reports"
 MEMORY_LIMIT = 512 << 20
 TIME_LIMIT_S = 5
 BATCH = 250  # files per worker process
+AMPLIFIED = 1 << 20  # files at least this large get the tracemalloc pass
 MEDIA_TYPE = "application/vnd.kit.report.v1+json"
 
 
@@ -74,7 +78,29 @@ def worker(key_file: str, paths: list[str]) -> None:
             finally:
                 signal.alarm(0)
             worst = max(worst, time.perf_counter() - start)
-        print(json.dumps(row(path, outcome, worst)), flush=True)
+        result = row(path, outcome, worst)
+        if os.path.isfile(path) and (size := os.path.getsize(path)) >= AMPLIFIED:
+            result["x_size"] = traced_peak(path, key, (verify_report, read_report)) / size
+        print(json.dumps(result), flush=True)
+
+
+def traced_peak(path: str, key: object, steps: tuple[object, ...]) -> int:
+    """The most Python memory (tracemalloc) that any of ``steps`` takes on ``path``, in bytes."""
+    import tracemalloc
+
+    from kit.errors import KitError
+
+    peak = 0
+    for step in steps:
+        tracemalloc.start()
+        try:
+            step(Path(path), key)  # type: ignore[operator]
+        except KitError:
+            pass
+        finally:
+            peak = max(peak, tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    return peak
 
 
 def key_loader(paths: list[str]) -> None:
@@ -188,6 +214,10 @@ def build(out: Path, mutations: int, seed: int) -> dict[str, tuple[str, list[Pat
     ten = "abcdefghij"  # long enough to pass the memory estimate: the value counts stop these
     add("notes-31mb", {"signed": signed(with_report(notes=[ten] * 1_800_000), attacker)})
     add("notes-280k", {"signed": signed(with_report(notes=[ten] * 280_000), attacker)})
+    records = report["bench"]["records"]
+    many = [records[i % len(records)] for i in range(2_000)]  # a long real run: 9,000 values
+    bench = {**report["bench"], "records": many}
+    add("long run (valid, 4 MB)", {"signed": signed(with_report(bench=bench), attacker)})
     add(
         "deep nesting",
         {
@@ -253,17 +283,17 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     failures = 0
-    worst_s, worst_mb, baseline = 0.0, 0.0, 0.0
+    worst_s, worst_mb, worst_x, baseline = 0.0, 0.0, 0.0, 0.0
     with tempfile.TemporaryDirectory(prefix="kit-hostile-") as tmp:
         print("building the corpus ...", file=sys.stderr)
         classes = build(Path(tmp), args.mutations, args.seed)
         print(
             f"{'class':28} {'files':>6} {'accepted':>8} {'refused':>8} {'failed':>6} "
-            f"{'worst s':>8} {'peak MB':>8}"
+            f"{'worst s':>8} {'peak MB':>8} {'x size':>7}"
         )
         for name, (key, paths) in classes.items():
             counts = {"accepted": 0, "refused": 0, "failed": 0}
-            class_s, class_mb = 0.0, 0.0
+            class_s, class_mb, class_x = 0.0, 0.0, 0.0
             for i in range(0, len(paths), BATCH):
                 batch = paths[i : i + BATCH]
                 rows, tail = run_batch(key, batch)
@@ -275,6 +305,7 @@ def main() -> int:
                     seen += 1
                     took, rss_mb = float(result["s"]), float(result["rss_mb"])  # type: ignore[arg-type]
                     class_s, class_mb = max(class_s, took), max(class_mb, rss_mb)
+                    class_x = max(class_x, float(result.get("x_size", 0.0)))  # type: ignore[arg-type]
                     outcome = str(result["outcome"])
                     if outcome in ("accepted", "refused") and took <= TIME_LIMIT_S:
                         counts[outcome] += 1
@@ -288,11 +319,16 @@ def main() -> int:
                 counts["failed"] += 1
             failures += counts["failed"]
             worst_s, worst_mb = max(worst_s, class_s), max(worst_mb, class_mb)
+            worst_x = max(worst_x, class_x)
+            shown_x = f"{class_x:7.2f}" if class_x else f"{'-':>7}"
             print(
                 f"{name:28} {len(paths):6} {counts['accepted']:8} {counts['refused']:8} "
-                f"{counts['failed']:6} {class_s:8.2f} {class_mb:8.0f}"
+                f"{counts['failed']:6} {class_s:8.2f} {class_mb:8.0f} {shown_x}"
             )
-    print(f"{'overall':28} {'':6} {'':8} {'':8} {failures:6} {worst_s:8.2f} {worst_mb:8.0f}")
+    print(
+        f"{'overall':28} {'':6} {'':8} {'':8} {failures:6} {worst_s:8.2f} {worst_mb:8.0f} "
+        f"{worst_x:7.2f}"
+    )
     print(
         f"limits: {TIME_LIMIT_S} s a file, RLIMIT_AS {MEMORY_LIMIT >> 20} MB a worker; "
         f"peak RSS includes the worker's own {baseline:.0f} MB with kit imported"

@@ -18,7 +18,6 @@ import statistics
 import time
 
 import torch
-
 from vllm.model_executor.kernels.linear.mixed_precision.cpu import dequantize_wna16
 
 SHAPES = {
@@ -59,11 +58,11 @@ def main() -> None:
             x = torch.randn(m, k).to(torch.bfloat16)
             calls = max(2, min(50, int(2e8 // (k * n * max(m, 8)))))
             variants = {
-                "cached_bf16": lambda x=x: torch.nn.functional.linear(x, cached),
-                "per_call": lambda x=x: torch.nn.functional.linear(
-                    x, dequantize_wna16(words, scales, None, torch.bfloat16).t()
+                "cached_bf16": lambda x=x, w=cached: torch.nn.functional.linear(x, w),
+                "per_call": lambda x=x, q=words, s=scales: torch.nn.functional.linear(
+                    x, dequantize_wna16(q, s, None, torch.bfloat16).t()
                 ),
-                "cached_fp32": lambda x=x: torch.nn.functional.linear(x.float(), cached32).to(
+                "cached_fp32": lambda x=x, w=cached32: torch.nn.functional.linear(x.float(), w).to(
                     torch.bfloat16
                 ),
             }
@@ -88,7 +87,9 @@ def main() -> None:
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print(f"\n{'shape':26} {'M':>4} {'cached bf16':>12} {'per call':>10} {'fp32':>8}  per-call/cached")
+    print(
+        f"\n{'shape':26} {'M':>4} {'cached bf16':>12} {'per call':>10} {'fp32':>8}  per-call/cached"
+    )
     for r in rows:
         ms = r["ms"]
         print(

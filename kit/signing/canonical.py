@@ -41,10 +41,11 @@ _DIGITS_MAX = 400  # longer integer literals are refused before int() sees them
 
 # Memory of the parsed value, estimated from counts taken before parsing: CPython bytes per
 # array, object, key, item, value string and number (measured on 3.11; see bench/). Real reports
-# estimate at 3-4.2 times their bytes (they take 2.9-3.4); a shape of small values estimates far
-# higher (`[{},{},...]` 21x, 3 M short notes 13x) and is refused before json.loads runs. Inputs
-# under the allowance are never refused for their shape, so small files get the precise errors.
-MAX_AMPLIFICATION = 8
+# estimate at 3-4.2 times their bytes (they take 2.9-3.4), so with the allowance no report of
+# the size kit writes is refused; a shape of small values estimates far higher (`[{},{},...]`
+# 21x, 3 M short notes 13x) and is refused before json.loads runs. Inputs under the allowance
+# are never refused for their shape, so small files get the precise errors.
+MAX_AMPLIFICATION = 4
 # Values (array items and object members) in all: canonical_bytes, pydantic and jsonschema take
 # time per value (the largest example report has 27 k). Counted as commas plus containers;
 # kit.report.limits caps a report payload further.
@@ -126,6 +127,15 @@ def parse_json(
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadInputError(f"{what} is not UTF-8 (byte {e.start})", hint=READ_HINT) from None
+    # Every string and number is a value or a key, so each comes after a '[', ',' or ':', or is
+    # the whole text: a bound taken with bytes.count, before the passes below, whose memory
+    # grows with the tokens they remove (about 58 bytes each).
+    tokens = sum(map(data.count, (b"[", b",", b":"))) + 1
+    if tokens > 2 * max_values + 1:
+        raise BadInputError(
+            f"{what} has up to {tokens} values and keys, over the limit of {2 * max_values + 1}",
+            hint=READ_HINT,
+        )
     # One linear pass each, without recursion or a list per token: strings removed (counted),
     # then numbers; what is left is punctuation and literals, counted with str.count.
     rest, strings = _JSON_STRING.subn("", text)
@@ -139,6 +149,12 @@ def parse_json(
         "string": max(strings - keys, 0),
         "number": numbers,
     }
+    # Depth without recursion: the running count of brackets (as many as values, at most).
+    brackets = _NOT_BRACKET.sub("", rest).encode("ascii")
+    depth = max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
+    del brackets
+    if depth > max_depth:
+        raise BadInputError(f"{what} is nested deeper than {max_depth} levels", hint=READ_HINT)
     estimate = sum(_COST[kind] * n for kind, n in counts.items())
     if estimate > max_amplification * len(data) + AMPLIFICATION_ALLOWANCE:
         raise BadInputError(
@@ -151,22 +167,50 @@ def parse_json(
         raise BadInputError(
             f"{what} has about {values} values, over the limit of {max_values}", hint=READ_HINT
         )
-    # Depth without recursion: the running count of brackets (as many as values, at most).
-    brackets = _NOT_BRACKET.sub("", rest).encode("ascii")
-    depth = max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
-    if depth > max_depth:
-        raise BadInputError(f"{what} is nested deeper than {max_depth} levels", hint=READ_HINT)
     if max_containers is not None and containers > max_containers:
         raise BadInputError(
             f"{what} has {containers} arrays and objects, over the limit of {max_containers}",
             hint=READ_HINT,
         )
+    del rest
     try:
         return json.loads(
             text, object_pairs_hook=_unique_keys, parse_int=_parse_int, parse_constant=_no_constant
         )
     except ValueError as e:  # JSONDecodeError, and the hooks below
         raise BadInputError(f"{what} is not valid JSON: {e}", hint=READ_HINT) from None
+
+
+class _Differs(Exception):
+    pass
+
+
+class _Comparer:
+    """A sink for ``rfc8785.dump`` that compares what is written with ``expected`` as it comes,
+    so no second copy of the bytes (or of the value, as :func:`canonical_bytes` makes) exists."""
+
+    def __init__(self, expected: bytes) -> None:
+        self.expected = memoryview(expected)
+        self.at = 0
+
+    def write(self, chunk: bytes) -> int:
+        end = self.at + len(chunk)
+        if self.expected[self.at : end] != chunk:
+            raise _Differs
+        self.at = end
+        return len(chunk)
+
+
+def is_canonical(value: Any, data: bytes) -> bool:
+    """Whether ``data`` is exactly the RFC 8785 form of ``value``, a value :func:`parse_json`
+    gave (its integers are within +/-(2**53 - 1), its depth within the limit), without building
+    that form: the bytes are compared as they are written, and the first difference stops it."""
+    sink = _Comparer(data)
+    try:
+        rfc8785.dump(value, sink)
+    except (_Differs, rfc8785.CanonicalizationError, UnicodeEncodeError):
+        return False
+    return sink.at == len(data)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
