@@ -28,11 +28,16 @@ def kit_home() -> Path:
     return (base / "kit").resolve()
 
 
+ELSEWHERE = "…/"  # a path under none of the roots: its last parts only
+
+
 def display_path(path: Path) -> str:
-    """A path for reports: relative to KIT_HOME, else to the working directory, else to the
-    user's home, so reports name no machine's absolute paths where it can be helped. The path
-    is taken as written (made absolute, symlinks kept: a venv's ``bin/python`` stays in the
-    venv) and, when that is under no root, with its symlinks resolved."""
+    """A path for reports, naming no machine: relative to KIT_HOME, else to the working
+    directory, else to the user's home. The path is taken as written (made absolute, symlinks
+    kept: a venv's ``bin/python`` stays in the venv) and, when that is under no root, with its
+    symlinks resolved. A path under none of them (a system python in /usr, a model on a data
+    disk) is shown by its last two parts after ``…/``: never absolute. For a path a program
+    reads back, use :func:`home_relative`."""
     roots = (
         ("$KIT_HOME/", kit_home()),
         ("./", Path.cwd().resolve()),
@@ -45,7 +50,24 @@ def display_path(path: Path) -> str:
                     return prefix + str(candidate.relative_to(base))
                 except ValueError:
                     continue
-    return str(path.resolve())
+    parts = Path(os.path.abspath(path)).parts[1:]
+    return ELSEWHERE + "/".join(parts[-2:])
+
+
+def home_relative(path: Path) -> str:
+    """``$KIT_HOME/...`` for a path under KIT_HOME, else the absolute path: the form a
+    container reads back with :func:`from_home_relative` under its own KIT_HOME."""
+    try:
+        return "$KIT_HOME/" + str(path.resolve().relative_to(kit_home()))
+    except ValueError:
+        return str(path.resolve())
+
+
+def from_home_relative(value: str) -> Path:
+    """The path :func:`home_relative` wrote, under this process's KIT_HOME."""
+    if value.startswith("$KIT_HOME/"):
+        return kit_home() / value[len("$KIT_HOME/") :]
+    return Path(value)
 
 
 def default_config_dir() -> Path:

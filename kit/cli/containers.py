@@ -128,12 +128,14 @@ def compose_env(
       docker compose --env-file build/compose/cpu-tiny.env config
     """
     from kit import compose as compose_mod
+    from kit.probe.redaction import secret_file
 
     loaded = load_recipe(path, overrides)
     values = compose_mod.render(
         loaded,
         reports_dir=Path(reports),
         signing_key=compose_mod.signing_key_file(key_path, not no_sign),
+        redaction_key=secret_file(),
         host_port=port or (compose_mod.port_of(Path(output)) if output else None),
     )
     if output:

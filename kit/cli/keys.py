@@ -23,22 +23,28 @@ def keys() -> None:
 )
 @click.option("--name", default="kit", show_default=True, help="File name stem.")
 @click.option("--force", is_flag=True, help="Replace an existing key pair.")
-def keys_generate(dest: str | None, name: str, force: bool) -> None:
-    """Write an Ed25519 key pair (private key mode 0600) and print the fingerprint.
+@click.option(
+    "--no-trust", is_flag=True, help="Do not add the new public key to this install's trust store."
+)
+def keys_generate(dest: str | None, name: str, force: bool, no_trust: bool) -> None:
+    """Write an Ed25519 key pair (private key mode 0600), trust its public key here (your own
+    reports then verify without --key), and print the fingerprint.
 
     \b
     Examples:
       kit keys generate
       kit keys generate --dir ./keys --name lab-rig
     """
-    from kit.signing import generate_keypair
+    from kit.signing import TrustStore, generate_keypair
 
     pair = generate_keypair(Path(dest) if dest else None, name, force=force)
-    data = {
+    data: dict[str, object] = {
         "private_key": str(pair.private_key),
         "public_key": str(pair.public_key),
         "fingerprint": pair.fingerprint,
     }
+    if not no_trust:
+        data["trusted_as"] = TrustStore.default().add_own(pair.public_key).name
     click.echo(json.dumps(data, indent=2))
 
 

@@ -69,6 +69,7 @@ def render(
     image_id: str | None = None,
     reports_dir: Path | None = None,
     signing_key: Path | None = None,
+    redaction_key: Path | None = None,
     host_port: int | None = None,
     run_id: str = "",
 ) -> dict[str, str]:
@@ -102,6 +103,7 @@ def render(
         "KIT_CACHE_VOLUME": CACHE_VOLUME,
         "KIT_REPORTS_DIR": str((reports_dir or Path("reports")).resolve()),
         "KIT_SIGNING_KEY_FILE": str(signing_key) if signing_key else NO_KEY,
+        "KIT_REDACTION_KEY_FILE": str(redaction_key) if redaction_key else NO_KEY,
         "KIT_UID": str(os.getuid()),
         "KIT_GID": str(os.getgid()),
         "KIT_RUN_ID": run_id,

@@ -21,7 +21,7 @@ from kit.compose.env import CONTAINER_PORT, NO_KEY
 from kit.engine import EngineEnv
 from kit.errors import BadInputError, EnvironmentProblem, KitError
 from kit.model import ModelManifest
-from kit.paths import display_path, kit_home
+from kit.paths import from_home_relative, home_relative, kit_home
 from kit.quantize import QuantManifest
 from kit.recipe import LoadedRecipe, Recipe, load_recipe
 from kit.serve import server_args
@@ -40,12 +40,6 @@ class Prepared(BaseModel):
     model: ModelManifest = Field(description="Target model manifest.")
     draft: ModelManifest | None = Field(description="Draft manifest.")
     quantization: QuantManifest | None = Field(description="Quantization manifest.")
-
-
-def _home_path(value: str) -> Path:
-    return (
-        kit_home() / value[len("$KIT_HOME/") :] if value.startswith("$KIT_HOME/") else Path(value)
-    )
 
 
 def _prepared_path(recipe: Recipe) -> Path:
@@ -79,8 +73,8 @@ def role_prepare() -> int:
     built = build(loaded)
     prepared = Prepared(
         recipe_sha256=loaded.recipe.sha256(),
-        served_dir=display_path(built.served_dir),
-        draft_dir=display_path(built.draft_dir) if built.draft_dir else None,
+        served_dir=home_relative(built.served_dir),
+        draft_dir=home_relative(built.draft_dir) if built.draft_dir else None,
         model=built.model,
         draft=built.draft,
         quantization=built.quantization,
@@ -117,8 +111,8 @@ def verify_engine(loaded: LoadedRecipe) -> EngineEnv:
 
 def server_argv(loaded: LoadedRecipe, prepared: Prepared, python: str) -> list[str]:
     port = int(os.environ.get("KIT_PORT", CONTAINER_PORT))
-    served = _home_path(prepared.served_dir)
-    draft = _home_path(prepared.draft_dir) if prepared.draft_dir else None
+    served = from_home_relative(prepared.served_dir)
+    draft = from_home_relative(prepared.draft_dir) if prepared.draft_dir else None
     args = server_args(loaded.recipe, served, draft, "0.0.0.0", port)
     return [python, "-m", "vllm.entrypoints.openai.api_server", *args]
 
@@ -181,11 +175,11 @@ def role_bench() -> int:
     out_dir = Path(os.environ.get("KIT_REPORTS", "/reports")) / f"{loaded.recipe.name}-{run_id}"
     env = verify_engine(loaded)
     built = Built(
-        model_dir=_home_path(prepared.model.directory),
+        model_dir=from_home_relative(prepared.model.directory),
         model=prepared.model,
-        draft_dir=_home_path(prepared.draft_dir) if prepared.draft_dir else None,
+        draft_dir=from_home_relative(prepared.draft_dir) if prepared.draft_dir else None,
         draft=prepared.draft,
-        served_dir=_home_path(prepared.served_dir),
+        served_dir=from_home_relative(prepared.served_dir),
         quantization=prepared.quantization,
     )
     boot = os.environ.get("KIT_SERVER_BOOT_S")

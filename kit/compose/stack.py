@@ -168,8 +168,10 @@ def reproduce(
     """prepare -> server (healthy) -> bench in containers; always ``down``. Returns the report
     the bench sidecar wrote and its path. A failure keeps a report marked incomplete (the
     sidecar's partial one, else one written here) before the error propagates."""
+    from kit.probe.redaction import secret_file
     from kit.report.assemble import new_run_id
     from kit.report.files import read_report
+    from kit.signing import load_private_key
 
     image.engine_version()
     preflight(loaded)
@@ -194,6 +196,7 @@ def reproduce(
         image_id=info.id,
         reports_dir=out_root,
         signing_key=key_file,
+        redaction_key=secret_file(),
         host_port=host_port,
         run_id=run_id,
     )
@@ -238,7 +241,9 @@ def reproduce(
         raise
     finally:
         project.down()
-    report, _ = read_report(report_path)
+    # the sidecar signed with key_file: its public half checks the signature
+    public = load_private_key(key_file).public_key() if key_file else None
+    report, _ = read_report(report_path, public, allow_unsigned=key_file is None)
     return report, report_path
 
 

@@ -6,7 +6,9 @@ once, on the first redacted probe, and reused after: the reports of one install 
 host by the same stand-in, so they correlate, while nobody without the secret can reverse a
 stand-in by hashing a list of likely host names. Where the config dir cannot be written (a
 read-only container home), the process uses a secret of its own, with a warning: its stand-ins
-then match within the run only.
+then match within the run only. A container is given the host's secret as a file
+(``$KIT_REDACTION_KEY``, a compose secret: :func:`secret_file` on the host), so a compose run
+names the host as a native run of the same install does.
 
 The container variable (``$container``) is free text too: :func:`runtime_name` reduces it to a
 known runtime's name.
@@ -27,6 +29,8 @@ from kit.paths import FileTooLarge, NotRegularFile, default_config_dir, read_reg
 log = logging.getLogger(__name__)
 
 SECRET_FILE = "redaction.key"
+ENV_SECRET = "KIT_REDACTION_KEY"  # a secret file given to this process (a container's)
+NO_SECRET = "/dev/null"
 _SECRET_BYTES = 32
 _process_secret: bytes | None = None
 
@@ -41,6 +45,12 @@ def redact_value(value: str, secret: bytes | None = None) -> str:
 
 def redaction_secret(config_dir: Path | None = None) -> bytes:
     """The install's redaction secret, made on first use (see the module's docstring)."""
+    given = os.environ.get(ENV_SECRET, "") if config_dir is None else ""
+    if given and given != NO_SECRET:
+        try:
+            return _read_secret(Path(given))
+        except OSError as e:
+            return _fallback(f"cannot read ${ENV_SECRET} ({given}): {e.strerror}")
     path = (default_config_dir() if config_dir is None else config_dir) / SECRET_FILE
     try:
         return _read_secret(path)
@@ -54,6 +64,14 @@ def redaction_secret(config_dir: Path | None = None) -> bytes:
         return _read_secret(path)
     except OSError as e:
         return _fallback(f"cannot create {path}: {e.strerror}")
+
+
+def secret_file() -> Path | None:
+    """The install's secret file, made if need be, for a container to be given; None (with the
+    warning) when it cannot be made here."""
+    path = default_config_dir() / SECRET_FILE
+    redaction_secret()
+    return path.resolve() if path.is_file() else None
 
 
 def _read_secret(path: Path) -> bytes:

@@ -8,7 +8,15 @@ file (``extends:``, ``--set a.b=value``) is :mod:`kit.recipe.load`.
 
 from kit.recipe.load import UPGRADES, LoadedRecipe, load_recipe, parse_override, validate_data
 from kit.recipe.protocol import AcceptanceFigures, PromptFigures, Reference, departures
-from kit.recipe.schema import SCHEMA_VERSION, Recipe, recipe_json_schema, recipe_sha256
+from kit.recipe.schema import (
+    SCHEMA_VERSION,
+    Recipe,
+    recipe_json_schema,
+    recipe_sha256,
+    shown_override,
+    shown_recipe,
+    shown_recipe_sha256,
+)
 from kit.recipe.serving import (
     REFERENCE_PROMPTS,
     Bench,
@@ -79,5 +87,8 @@ __all__ = [
     "parse_override",
     "recipe_json_schema",
     "recipe_sha256",
+    "shown_override",
+    "shown_recipe",
+    "shown_recipe_sha256",
     "validate_data",
 ]

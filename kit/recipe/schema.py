@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kit.paths import display_path
 from kit.recipe.base import RecipeModel
 from kit.recipe.protocol import Reference, departures
 from kit.recipe.serving import Bench, Server
@@ -150,6 +153,39 @@ def recipe_sha256(data: dict[str, Any]) -> str:
     from kit.signing import canonical_bytes
 
     return hashlib.sha256(canonical_bytes(data)).hexdigest()
+
+
+def shown_recipe(recipe: Recipe) -> dict[str, Any]:
+    """The recipe as a report embeds it: an absolute ``path`` of a local model or draft, and
+    an absolute path in ``server.extra_args``, written as :func:`kit.paths.display_path` shows
+    it, so the report names no machine's directories. A recipe without one is embedded as it
+    is."""
+    data = recipe.to_json_dict()
+    for source in (data.get("model"), (data.get("speculative") or {}).get("draft")):
+        if isinstance(source, dict) and source.get("source") == "local":
+            path = Path(source["path"])
+            if path.is_absolute():
+                source["path"] = display_path(path)
+    server = data.get("server") or {}
+    if isinstance(server.get("extra_args"), list):
+        server["extra_args"] = [shown_override(a) for a in server["extra_args"]]
+    return data
+
+
+# An absolute path inside an override's value: after '=', a space, a quote or a bracket.
+_ABSOLUTE_IN_OVERRIDE = re.compile(r"(?:(?<=[=\s'\"{\[,])|^)/[^\s,'\"{}\[\]]+")
+
+
+def shown_override(override: str) -> str:
+    """A ``--set`` override as a report shows it: each absolute path in it as
+    :func:`kit.paths.display_path` shows it (``model.path=/data/m`` -> ``model.path=…/data/m``)."""
+    return _ABSOLUTE_IN_OVERRIDE.sub(lambda m: display_path(Path(m.group())), override)
+
+
+def shown_recipe_sha256(recipe: Recipe) -> str:
+    """The ``recipe_sha256`` a report of ``recipe`` carries: over :func:`shown_recipe`, the
+    recipe it embeds (the recipe's own sha256 when nothing was rewritten)."""
+    return recipe_sha256(shown_recipe(recipe))
 
 
 def recipe_json_schema() -> dict[str, Any]:

@@ -23,7 +23,7 @@ from kit.enginelog import read_engine_choices
 from kit.errors import KitError
 from kit.paths import display_path
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
-from kit.recipe import LoadedRecipe
+from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
 from kit.recipe.protocol import departures
 from kit.report.schema import EngineInfo, Report, ServerInfo
 from kit.report.validity import Validity, verdict
@@ -56,7 +56,7 @@ def base_versions() -> dict[str, str]:
 
 def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
     recipe = loaded.recipe
-    data = recipe.to_json_dict()
+    data = shown_recipe(recipe)
     reasons = departures(recipe.bench)
     notes = []
     if recipe.bench.ignore_eos:
@@ -72,9 +72,9 @@ def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
         non_canonical=reasons,
         recipe_name=recipe.name,
         recipe_file=loaded.path.name,
-        recipe_overrides=list(loaded.overrides),
+        recipe_overrides=[shown_override(o) for o in loaded.overrides],
         recipe=data,
-        recipe_sha256=recipe.sha256(),
+        recipe_sha256=recipe_sha256(data),
         versions=base_versions(),
         validity=Validity(valid=False, reasons=[]),
         notes=notes,

@@ -89,15 +89,17 @@ def read_report(
     public_key: Ed25519PublicKey | None = None,
     *,
     trust: TrustStore | None = None,
-    allow_unsigned: bool = True,
-    allow_untrusted: bool = True,
+    allow_unsigned: bool = False,
+    allow_untrusted: bool = False,
 ) -> tuple[Report, SignatureCheck]:
     """Read a report file (a path, or its bytes): limits, envelope, signature, canonical
     payload, strict schema. The signature is checked against ``public_key``, else ``trust``
     (:func:`check_signature`). An invalid signature (altered, forged, another key than the
     given one) raises ``VerificationFailed``; so does an unsigned report when a key is given or
-    ``allow_unsigned`` is false, and an untrusted one when ``allow_untrusted`` is false. The
-    returned check says which it was (``check.untrusted``). Everything malformed raises
+    ``allow_unsigned`` is false, and an untrusted one when ``allow_untrusted`` is false: both are
+    false by default, so a caller that reads a stranger's report without a key or a trust store
+    gets an error, never an unchecked report. The returned check says which it was
+    (``check.untrusted``). Everything malformed raises
     ``BadInputError`` naming the file."""
     label, env = open_report(source)
     prefix = "" if isinstance(source, bytes) else f"{label}: "

@@ -50,7 +50,7 @@ def compare_with_reference(
     Published figures carry no standard deviations: every band is unknown. The hardware is the
     published rig's, which kit cannot check: the comparison always says so.
     """
-    from kit.recipe import load_recipe
+    from kit.recipe import load_recipe, shown_recipe_sha256
 
     loaded = load_recipe(recipe_path)
     ref = loaded.recipe.reference
@@ -79,7 +79,7 @@ def compare_with_reference(
         f"this run: {engine_key(report)}",
         "noise bands are unknown: published figures carry no standard deviations",
     ]
-    if loaded.recipe.sha256() == report.recipe_sha256:
+    if shown_recipe_sha256(loaded.recipe) == report.recipe_sha256:
         warnings.append("this run used this recipe exactly (same sha256)")
     if not report.validity.valid:
         warnings.append("this run is not valid (see its validity verdict)")

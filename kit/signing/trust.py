@@ -84,6 +84,18 @@ class TrustStore(StrictModel):
         """Every trusted key, by name."""
         return [entry for entry, _ in self._entries()]
 
+    def add_own(self, public_key_path: Path) -> TrustedKey:
+        """Trust a key this install just made, under its file stem, or under the stem and the
+        fingerprint's first digits when that name is taken by another key (an older pair)."""
+        stem = public_key_path.stem
+        taken = {entry.name for entry in self.trusted()}
+        fp = fingerprint(load_public_key(public_key_path))
+        for entry in self.trusted():
+            if entry.fingerprint == fp:
+                return entry
+        name = stem if stem not in taken else f"{stem}-{fp.removeprefix('sha256:')[:12]}"
+        return self.add(public_key_path, name)
+
     def add(self, public_key_path: Path, name: str | None = None) -> TrustedKey:
         """Trust the Ed25519 public key in ``public_key_path`` under ``name`` (default: the
         file's stem). Trusting a key already trusted returns its entry unchanged."""

@@ -49,7 +49,9 @@ def test_compose_config_for_every_recipe(
     assert server["healthcheck"]["test"][0] == "CMD"
     assert server["depends_on"]["prepare"]["condition"] == "service_completed_successfully"
     assert services["bench"]["depends_on"]["server"]["condition"] == "service_healthy"
-    assert services["bench"]["secrets"][0]["source"] == "kit_signing_key"
+    secrets = [s["source"] for s in services["bench"]["secrets"]]
+    assert secrets == ["kit_signing_key", "kit_redaction_key"]
+    assert services["bench"]["environment"]["KIT_REDACTION_KEY"] == "/run/secrets/kit_redaction_key"
     assert data["volumes"]["kit-home"]["name"] == "kit-home"
     env = services["bench"]["environment"]
     assert env["KIT_RECIPE"] == f"/kit/recipes/{every_recipe.name}"

@@ -136,3 +136,24 @@ def test_container_variable_in_the_probe(
     container = host_probe_from_dump(dump).container
     assert container.detected and container.runtime == runtime
     assert container.evidence == [f"env container={runtime}"]
+
+
+def test_a_container_given_the_hosts_secret_file_names_the_host_alike(
+    config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kit.probe import redaction
+
+    host_file = redaction.secret_file()  # what compose mounts as the kit_redaction_key secret
+    assert host_file == (config_dir / SECRET_FILE).resolve()
+    on_host = redact_value(HOST)
+    # the container: another (empty, read-only) config dir, the secret as a mounted file
+    container_config = tmp_path / "container-home"
+    container_config.mkdir(mode=0o500)
+    monkeypatch.setenv("KIT_CONFIG_DIR", str(container_config))
+    monkeypatch.setenv(redaction.ENV_SECRET, str(host_file))
+    assert redact_value(HOST) == on_host
+    assert list(container_config.iterdir()) == []  # nothing made in the container
+    # an unsigned-style render mounts /dev/null: the container's own config dir is used
+    monkeypatch.setenv(redaction.ENV_SECRET, redaction.NO_SECRET)
+    monkeypatch.setenv("KIT_CONFIG_DIR", str(config_dir))
+    assert redact_value(HOST) == on_host

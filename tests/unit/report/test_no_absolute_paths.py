@@ -261,15 +261,7 @@ def _flag_equals_path(m: Machine) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "inputs",
     [
-        pytest.param(
-            _outside_roots,
-            id="outside-kit-home-cwd-and-home",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="kit.paths.display_path keeps a path outside KIT_HOME, the working "
-                "directory and the home folder absolute",
-            ),
-        ),
+        pytest.param(_outside_roots, id="outside-kit-home-cwd-and-home"),
         pytest.param(
             _venv_symlink,
             id="venv-python-symlink",
@@ -283,3 +275,41 @@ def _flag_equals_path(m: Machine) -> dict[str, Any]:
 def test_no_absolute_path_in_harder_cases(machine: Machine, repo_root: Path, inputs: Any) -> None:
     report = build(machine, repo_root, **inputs(machine))
     assert absolute_paths(report, [machine.root]) == []
+
+
+def test_a_path_outside_every_root_keeps_its_last_parts(machine: Machine, repo_root: Path) -> None:
+    report = build(machine, repo_root, **_outside_roots(machine))
+    assert report.engine is not None
+    assert report.engine.python == "…/bin/python3.11"
+    assert report.engine.site_packages == "…/python3.11/site-packages"
+
+
+def test_an_absolute_local_model_path_in_the_recipe_is_shown_relative(
+    machine: Machine, repo_root: Path
+) -> None:
+    from kit.recipe import recipe_sha256, shown_recipe_sha256
+    from kit.report.verify.embedded import recipe_item
+
+    model_dir, draft_dir = (machine.root / "data" / "models" / n for n in ("tiny", "draft"))
+    overrides = [
+        f"model={{source: local, path: {model_dir}}}",
+        f"speculative.draft={{source: local, path: {draft_dir}}}",
+        f"server.extra_args=[--download-dir={machine.root / 'data' / 'hf'}]",
+    ]
+    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", overrides)
+    report = new_report(loaded, "20261201T120000Z-abcdef")
+    assert report.recipe["model"] == {"source": "local", "path": "…/models/tiny"}
+    assert report.recipe["speculative"]["draft"] == {"source": "local", "path": "…/models/draft"}
+    assert absolute_paths(report, [machine.root]) == []
+    assert report.recipe_overrides == [
+        "model={source: local, path: …/models/tiny}",
+        "speculative.draft={source: local, path: …/models/draft}",
+        "server.extra_args=[--download-dir=…/data/hf]",
+    ]
+    assert report.recipe["server"]["extra_args"] == ["--download-dir=…/data/hf"]
+    # the report's hash is over the recipe it embeds, so verify still recomputes it
+    assert (
+        report.recipe_sha256 == recipe_sha256(report.recipe) == shown_recipe_sha256(loaded.recipe)
+    )
+    assert report.recipe_sha256 != loaded.recipe.sha256()
+    assert recipe_item(report.model_dump(mode="json")).ok

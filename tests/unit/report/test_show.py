@@ -27,12 +27,12 @@ def reports(repo_root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def cpu(reports: Path) -> Report:
-    return read_report(reports / "cpu-tiny-a.json")[0]
+    return read_report(reports / "cpu-tiny-a.json", allow_unsigned=True)[0]
 
 
 @pytest.fixture(scope="module")
 def gpu(reports: Path) -> Report:
-    return read_report(reports / "h200x2.json")[0]
+    return read_report(reports / "h200x2.json", allow_unsigned=True)[0]
 
 
 @pytest.fixture
@@ -181,7 +181,7 @@ def test_rig_with_mixed_slots_unknown_limits_and_one_gpu(dump: dict[str, Any]) -
 
 
 def test_table_has_the_key_figures(cpu: Report, reports: Path) -> None:
-    report, check = read_report(reports / "cpu-tiny-a.json")
+    report, check = read_report(reports / "cpu-tiny-a.json", allow_unsigned=True)
     text = show_table(report, check)
     lines = text.splitlines()
     assert lines[:9] == [
@@ -216,7 +216,7 @@ def test_table_signer_verified_trusted_and_untrusted(reports: Path, tmp_path: Pa
     assert check.signer == "signer"
     # was "(claimed; not checked without --key)": a signature by a key neither given nor
     # trusted is now UNTRUSTED, and so is every line of the run's table
-    report, check = read_report(path)
+    report, check = read_report(path, allow_untrusted=True)
     table = show_table(report, check)
     assert (
         f"UNTRUSTED  signer    UNTRUSTED: signed by an untrusted key {check.keyid}; "
@@ -228,7 +228,7 @@ def test_table_signer_verified_trusted_and_untrusted(reports: Path, tmp_path: Pa
 
 
 def test_markdown_row_of_an_untrusted_run_says_so(reports: Path) -> None:
-    report, check = read_report(reports / "cpu-tiny-a.signed.json")
+    report, check = read_report(reports / "cpu-tiny-a.signed.json", allow_untrusted=True)
     row = cells(markdown_row(report, check))
     assert row[0].startswith(f"UNTRUSTED (signed by {check.keyid}): ")
     assert cells(markdown_row(report))[0] == row[0].split("): ", 1)[1]
@@ -242,7 +242,12 @@ def test_read_report_refuses_what_is_not_allowed(reports: Path, tmp_path: Path) 
     assert e.value.message.startswith(f"{signed}: ")
     with pytest.raises(VerificationFailed, match="the report is unsigned: nothing shows"):
         read_report(unsigned, trust=empty, allow_unsigned=False)
-    assert read_report(unsigned, trust=empty)[1].signed is False  # the library default allows
+    assert read_report(unsigned, trust=empty, allow_unsigned=True)[1].signed is False
+    # the library's default is the CLI's: neither is read without being allowed
+    with pytest.raises(VerificationFailed, match="the report is unsigned"):
+        read_report(unsigned)
+    with pytest.raises(VerificationFailed, match="signed by an untrusted key"):
+        read_report(signed)
 
 
 def test_table_for_the_2xh200_run_has_host_vram_and_energy(gpu: Report) -> None:

@@ -22,7 +22,9 @@ from kit.report.validity import verdict
 
 @pytest.fixture
 def base(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests" / "fixtures" / "reports" / "cpu-tiny-a.json")[0]
+    return read_report(
+        repo_root / "tests" / "fixtures" / "reports" / "cpu-tiny-a.json", allow_unsigned=True
+    )[0]
 
 
 NOT_QUIET = (

@@ -195,6 +195,32 @@ def test_cli_trust_list_untrust(config: Path, reports: Path) -> None:
         assert "Examples:\n    kit keys " in help_text
 
 
+def test_cli_generate_trusts_its_own_key(config: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    made = runner.invoke(main, ["keys", "generate", "--dir", str(tmp_path / "keys")])
+    assert made.exit_code == 0, made.output
+    pair = json.loads(made.stdout)
+    assert pair["trusted_as"] == "kit"
+    listed = json.loads(runner.invoke(main, ["keys", "list"]).stdout)
+    assert [(e["name"], e["fingerprint"]) for e in listed] == [("kit", pair["fingerprint"])]
+    # a report it signs verifies without --key
+    private = signing.load_private_key(Path(pair["private_key"]))
+    report = tmp_path / "r.json"
+    report.write_bytes(signing.sign_report(REPORT, private))
+    env = signing.open_envelope_file(report)
+    assert TrustStore.default().verify(env).valid
+    # a new pair under the same name: trusted beside the old one, under a longer name
+    again = runner.invoke(main, ["keys", "generate", "--dir", str(tmp_path / "keys"), "--force"])
+    second = json.loads(again.stdout)
+    assert second["trusted_as"] == "kit-" + second["fingerprint"].removeprefix("sha256:")[:12]
+    assert len(json.loads(runner.invoke(main, ["keys", "list"]).stdout)) == 2
+    opted_out = runner.invoke(
+        main, ["keys", "generate", "--dir", str(tmp_path / "other"), "--no-trust"]
+    )
+    assert "trusted_as" not in json.loads(opted_out.stdout)
+    assert len(json.loads(runner.invoke(main, ["keys", "list"]).stdout)) == 2
+
+
 def test_cli_verify_without_key_uses_the_trust_store(config: Path, reports: Path) -> None:
     runner = CliRunner()
     signed = str(reports / "cpu-tiny-a.signed.json")
