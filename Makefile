@@ -17,8 +17,15 @@ DEFAULT_RECIPE := recipes/cpu-tiny.yaml
 endif
 RECIPE ?= $(DEFAULT_RECIPE)
 REPORTS ?= reports
-# reports are signed with this key; `make reproduce` creates it on first use
-export KIT_SIGNING_KEY ?= $(KIT_HOME)/keys/kit.key
+# reports are signed with kit's own key, where every kit command looks for it: kit.key in kit's
+# config dir (KIT_CONFIG_DIR, else $XDG_CONFIG_HOME/kit, else ~/.config/kit), or KIT_SIGNING_KEY.
+# `make reproduce` creates it on first use; no make target deletes it.
+KIT_CONFIG_DIR ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/kit
+SIGNING_KEY := $(or $(KIT_SIGNING_KEY),$(KIT_CONFIG_DIR)/kit.key)
+# more of kit reproduce: SET="bench.runs=3 a.b=v" (each a --set) and ARGS="--no-sign ..."
+SET ?=
+ARGS ?=
+KIT_ARGS = $(foreach s,$(SET),--set $(s)) $(ARGS)
 PYTEST_ARGS ?=
 
 # the container stack: image, up, bench, down, verify, base-image, test-container
@@ -38,20 +45,20 @@ $(VENV)/.kit-installed: pyproject.toml kit/installer.py
 
 venv: $(VENV)/.kit-installed ## create .venv with kit, its build stages and dev tools
 
-$(KIT_SIGNING_KEY): | $(VENV)/.kit-installed
-	$(KIT) keys generate --dir $(dir $(KIT_SIGNING_KEY)) --name $(basename $(notdir $(KIT_SIGNING_KEY)))
+$(SIGNING_KEY): | $(VENV)/.kit-installed
+	$(KIT) keys generate --dir $(dir $(SIGNING_KEY)) --name $(basename $(notdir $(SIGNING_KEY)))
 
-key: $(KIT_SIGNING_KEY) ## create the signing key used by make reproduce (once)
+key: $(SIGNING_KEY) ## create the signing key used by make reproduce (once; kit's config dir)
 
-reproduce: venv $(KIT_SIGNING_KEY) $(if $(HAS_DOCKER),$(if $(HAS_GPU),,base-image)) ## build, serve, bench and signed report for RECIPE (in containers when Docker is there)
+reproduce: venv $(SIGNING_KEY) $(if $(HAS_DOCKER),$(if $(HAS_GPU),,base-image)) ## build, serve, bench and signed report for RECIPE (in containers when Docker is there)
 ifeq ($(HAS_DOCKER),1)
 	@echo "kit: Docker engine found: running $(RECIPE) in containers (compose.yaml)"
-	$(KIT) reproduce --runtime compose $(RECIPE) -o $(REPORTS)
+	$(KIT) reproduce --runtime compose $(RECIPE) -o $(REPORTS) $(KIT_ARGS)
 else
 ifneq ($(HAS_GPU),1)
 	@echo "kit: no NVIDIA GPU visible: running the embedded CPU recipe $(RECIPE) natively"
 endif
-	$(KIT) reproduce $(RECIPE) -o $(REPORTS)
+	$(KIT) reproduce $(RECIPE) -o $(REPORTS) $(KIT_ARGS)
 endif
 
 build: venv ## model + quantization for RECIPE (cached)
@@ -85,5 +92,5 @@ schema-check: venv ## fail if schemas/*.json drifted from the models (fix: make 
 clean: ## remove reports and test output
 	rm -rf $(REPORTS) .pytest_cache .mypy_cache .ruff_cache
 
-distclean: clean ## also remove .venv and kit's caches (.kit)
+distclean: clean ## also remove .venv and kit's caches (.kit); the signing key is kept
 	rm -rf $(VENV) .kit

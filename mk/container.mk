@@ -37,7 +37,7 @@ image: venv ## build RECIPE's engine image (CPU recipes need make base-image onc
 up: image compose-env $(VENV)/bin/docker-compose ## prepare, then serve RECIPE in a container (waits until healthy)
 	$(COMPOSE_RUN) up -d --wait server
 
-bench: compose-env $(KIT_SIGNING_KEY) $(VENV)/bin/docker-compose ## run the bench sidecar against the server: a signed report in REPORTS
+bench: compose-env $(SIGNING_KEY) $(VENV)/bin/docker-compose ## run the bench sidecar against the server: a signed report in REPORTS
 	$(COMPOSE_RUN) run --rm bench
 
 down: $(VENV)/bin/docker-compose ## stop and remove RECIPE's containers and network (the cache volume stays)

@@ -82,6 +82,7 @@ for _command in (
     run.build,
     run.serve,
     run.bench,
+    run.preflight,
     run.reproduce,
     patches.patches,
     report.report,

@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,16 @@ def _serve_options(f: F) -> F:
     return click.option(
         "--port", type=int, default=None, help="Port to serve on (default: a free one)."
     )(f)
+
+
+def _runtime_option(text: str) -> Callable[[F], F]:
+    return click.option(
+        "--runtime",
+        type=click.Choice(["native", "compose"]),
+        default="native",
+        show_default=True,
+        help=text,
+    )
 
 
 def _echo_run(report: Report, where: Path) -> None:
@@ -135,19 +146,36 @@ def bench(
     _echo_run(*bench_target(target, loaded, Path(out_dir), key))
 
 
+@click.command("preflight")
+@click.argument("path", type=click.Path())
+@set_option
+@_runtime_option("Check for a native run, or for the container stack (adds the image pin).")
+def preflight(path: str, overrides: tuple[str, ...], runtime: str) -> None:
+    """Check every pin and resource a run needs, before any download, build or quantization:
+    a table of what was checked on stdout; every problem at once on stderr. Exit 2 when the
+    recipe is at fault (a missing pin), 3 when the machine is (GPUs, memory, disk, CPU).
+    `kit reproduce` runs the same checks first.
+
+    \b
+    Examples:
+      kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --runtime compose
+      kit preflight recipes/cpu-tiny.yaml
+    """
+    from kit.preflight import checks, table
+    from kit.preflight import preflight as run_preflight
+
+    loaded = load_recipe(path, overrides)
+    click.echo(table(checks(loaded, runtime)))
+    run_preflight(loaded, runtime)
+
+
 @click.command("reproduce")
 @click.argument("path", type=click.Path())
 @set_option
 @_out_option
 @_serve_options
 @sign_options
-@click.option(
-    "--runtime",
-    type=click.Choice(["native", "compose"]),
-    default="native",
-    show_default=True,
-    help="Serve natively, or run the whole stack in containers (compose.yaml).",
-)
+@_runtime_option("Serve natively, or run the whole stack in containers (compose.yaml).")
 def reproduce(
     path: str,
     overrides: tuple[str, ...],

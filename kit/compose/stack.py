@@ -173,8 +173,8 @@ def reproduce(
     from kit.report.files import read_report
     from kit.signing import load_private_key
 
+    preflight(loaded, "compose")
     image.engine_version()
-    preflight(loaded)
     command = compose_command()
     if loaded.recipe.server.engine.device == "cuda":
         require_gpus(loaded.recipe)

@@ -16,6 +16,11 @@ from kit.recipe import HubModel, LoadedRecipe, LocalModel
 log = logging.getLogger(__name__)
 
 
+def hub_cache_dir() -> Path:
+    """Where kit's huggingface_hub downloads go (its cache layout): ``$KIT_HOME/hub``."""
+    return kit_home() / "hub"
+
+
 def download(spec: HubModel, role: Literal["target", "draft"]) -> tuple[Path, ModelManifest]:
     """Download a pinned revision with huggingface_hub (token only from the environment)."""
     try:
@@ -31,7 +36,7 @@ def download(spec: HubModel, role: Literal["target", "draft"]) -> tuple[Path, Mo
             hint="pin the commit you reproduce: --set model.revision=<40-hex sha> (or "
             "speculative.draft.revision for the draft)",
         )
-    cache = kit_home() / "hub"
+    cache = hub_cache_dir()
     t0 = time.monotonic()
     log.info("model: downloading %s@%s", spec.repo_id, spec.revision)
     try:

@@ -91,12 +91,21 @@ def _resolve(path: Path, label: str) -> Path:
         raise RecipeError([f"{label}: cannot resolve the path (a symlink loop?)"]) from None
 
 
+def _is_dir(path: Path) -> bool:
+    """``Path.is_dir``, False where the path cannot be looked at (no permission to traverse a
+    directory above it, as in a container that is not the checkout's owner)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def _roots(top: Path) -> list[Path]:
     """Where ``extends`` may reach: the recipe's own directory and the repository holding it
     (the nearest directory above with both recipes/ and patches/)."""
     roots = [top.parent]
     for d in (top.parent, *top.parent.parents):
-        if (d / "recipes").is_dir() and (d / "patches").is_dir():
+        if _is_dir(d / "recipes") and _is_dir(d / "patches"):
             roots.append(d)
             break
     return roots
@@ -121,7 +130,11 @@ def _parent_path(path: Path, parent: Any, where: str, chain: _Chain) -> Path:
             [f"{where}: extends: {parent}: outside the recipe's directory and the repository"],
             hint=f"{EXTENDS_ANYWHERE}=1 allows extends to reach any file",
         )
-    if not parent_path.exists():
+    try:
+        found = parent_path.exists()
+    except OSError:  # reading it says why it cannot be
+        found = True
+    if not found:
         raise RecipeError([f"{where}: extends: {parent}: file not found"])
     return parent_path
 

@@ -187,6 +187,26 @@ def test_extends_through_a_symlink_out_of_the_directory(tmp_path: Path) -> None:
     ]
 
 
+def test_a_directory_above_that_cannot_be_looked_at(
+    tmp_path: Path, tiny: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A container user who does not own a 0700 checkout cannot stat what lies above the
+    # mounted recipes; as root here, the refusal is injected where the loader looks.
+    blocked = tmp_path / "locked"
+    recipe = blocked / "recipes" / "r.yaml"
+    recipe.parent.mkdir(parents=True)
+    recipe.write_text(tiny.replace("name: cpu-tiny", "name: cpu-tiny-copy"))
+    real_is_dir = Path.is_dir
+
+    def is_dir(self: Path) -> bool:
+        if self.parent == blocked or (blocked in self.parents and self.name == "patches"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_dir(self)
+
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    assert load_recipe(recipe).recipe.name == "cpu-tiny-copy"
+
+
 def test_1200_extends_chain(tmp_path: Path, tiny: str) -> None:
     for i in range(1200):
         (tmp_path / f"c{i}.yaml").write_text(f"extends: c{i + 1}.yaml\n")

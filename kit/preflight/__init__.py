@@ -1,0 +1,137 @@
+"""Preflight: what can be known to fail, checked in seconds, before any expensive work.
+
+A run that would die after minutes of downloads, quantization and a server boot is refused at
+once instead, with every reason and a hint, all in one run (``kit preflight RECIPE``, and the
+first step of ``kit reproduce`` in both runtimes):
+
+- pins (:mod:`kit.preflight.pins`): hub revisions of the model and the draft, the calibration
+  data set, and in containers the GPU base image's digest;
+- for a GPU recipe (:mod:`kit.preflight.gpu`): the cards NVML shows against the tensor-parallel
+  size, and each card's memory against the written-down estimate;
+- for a CPU recipe (:mod:`kit.preflight.cpu`): the CPU's ISA against the engine's kernels, the
+  memory for KV cache, model and engine, and free disk under ``$KIT_HOME``.
+
+A failed pin is the recipe's fault (exit 2); the rest is the machine's (exit 3). When both
+fail, the recipe's exit code wins: fix the recipe first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+
+from kit import engine as engine_mod
+from kit.errors import BadInputError, EnvironmentProblem
+from kit.paths import kit_home
+from kit.preflight.check import Check, Fault
+from kit.preflight.cpu import (
+    cpu_isa,
+    disk_check,
+    isa_check,
+    mem_available_gib,
+    memory_check,
+)
+from kit.preflight.gpu import Card, Estimate, estimate, visible_cards
+from kit.preflight.pins import pin_checks
+from kit.recipe import LoadedRecipe, Recipe
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Card",
+    "Check",
+    "Estimate",
+    "Fault",
+    "checks",
+    "disk_check",
+    "gpu_checks",
+    "isa_check",
+    "memory_check",
+    "preflight",
+    "table",
+]
+
+
+def gpu_checks(recipe: Recipe, cards: list[Card], why: str | None) -> list[Check]:
+    """The cards against the recipe: their count, then each one's memory (where estimated)."""
+    need = recipe.server.tensor_parallel_size
+    shown = ", ".join(f"{c.name} {c.memory_gib:.0f} GiB" for c in cards) or why or "none"
+    out = [
+        Check(
+            "gpus",
+            len(cards) >= need,
+            f"{len(cards)} visible ({shown}); tensor_parallel_size {need} needs {need}",
+            "run it on a host with the GPUs (NVIDIA driver; in containers also the NVIDIA "
+            "Container Toolkit), or pick a recipe for this rig (ls recipes/)",
+        )
+    ]
+    if len(cards) < need:
+        return out
+    est = estimate(recipe)
+    if est is None:
+        out.append(
+            Check(
+                "gpu memory",
+                True,
+                "not estimated: the model's config.json is not on this machine yet",
+            )
+        )
+        return out
+    usable = min(c.memory_gib for c in cards[:need]) * recipe.server.gpu_memory_utilization
+    out.append(
+        Check(
+            "gpu memory",
+            est.total <= usable,
+            f"about {est.total:.1f} GiB a card (weights {est.weights:.1f} + draft "
+            f"{est.draft:.1f} + KV cache {est.kv_cache:.1f} at max_model_len "
+            f"{recipe.server.max_model_len} + {est.fixed:g} fixed) of {usable:.1f} GiB usable "
+            f"({recipe.server.gpu_memory_utilization:g} of the smallest card)",
+            "lower server.max_model_len, use a KV cache dtype of 1 byte (fp8), or more cards",
+        )
+    )
+    return out
+
+
+def checks(loaded: LoadedRecipe, runtime: str = "native") -> list[Check]:
+    """Every preflight item for the recipe on this machine, for ``runtime`` (native, compose)."""
+    recipe = loaded.recipe
+    items = pin_checks(loaded, runtime)
+    if recipe.server.engine.device == "cuda":
+        cards, why = visible_cards()
+        return items + gpu_checks(recipe, cards, why)
+    model, isa = cpu_isa()
+    engine_dir = engine_mod.managed_dir(recipe.server.engine, recipe.server.patches)
+    installed = (
+        bool(os.environ.get("KIT_ENGINE_PYTHON")) or (engine_dir / engine_mod.MARKER).exists()
+    )
+    return [
+        *items,
+        isa_check(recipe, model, isa, platform.machine()),
+        memory_check(recipe, mem_available_gib()),
+        disk_check(recipe, kit_home(), installed),
+    ]
+
+
+def table(items: list[Check]) -> str:
+    """What was checked, one line each: ``ok``/``FAILED``, the item, what was found."""
+    width = max((len(c.name) for c in items), default=0)
+    lines = [f"{'ok' if c.ok else 'FAILED':6}  {c.name:{width}}  {c.detail}" for c in items]
+    return "\n".join(lines)
+
+
+def preflight(loaded: LoadedRecipe, runtime: str = "native") -> list[Check]:
+    """Run the checks; raise naming every failed one: ``BadInputError`` (exit 2) when one is
+    the recipe's fault, else ``EnvironmentProblem`` (exit 3)."""
+    items = checks(loaded, runtime)
+    for item in items:  # the failures go into the error; passes are for -v / KIT_DEBUG
+        log.debug("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
+    failed = [c for c in items if not c.ok]
+    if failed:
+        error = BadInputError if any(c.fault == "recipe" for c in failed) else EnvironmentProblem
+        raise error(
+            f"preflight: {loaded.recipe.name} cannot run here:\n"
+            + "\n".join(f"  {c.name}: {c.detail}" for c in failed),
+            hint="; ".join(dict.fromkeys(c.hint for c in failed if c.hint)),
+        )
+    return items

@@ -1,0 +1,65 @@
+"""Pins: everything a recipe downloads or builds on must name the exact bits, checked before any
+of it starts, all at once (the model stage would otherwise refuse one at a time, the later ones
+after a 54 GB download)."""
+
+from __future__ import annotations
+
+from kit.preflight.check import Check
+from kit.recipe import LoadedRecipe
+from kit.recipe.sources import HubCalibration, HubModel
+
+HINT_REVISION = "pin the commit you reproduce: --set {field}=<40-hex sha> (make: SET=...)"
+
+
+def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
+    """One item per pin the recipe needs: hub revisions, and in containers the base image of a
+    GPU recipe by digest. A missing pin is the recipe's fault (exit 2)."""
+    from kit.image import base_image_for, is_pinned
+
+    recipe = loaded.recipe
+    out: list[Check] = []
+    sources: list[tuple[str, object]] = [("model", recipe.model)]
+    if recipe.speculative.draft is not None:
+        sources.append(("speculative.draft", recipe.speculative.draft))
+    for field, spec in sources:
+        if not isinstance(spec, HubModel):
+            continue
+        pinned = spec.revision is not None
+        out.append(
+            Check(
+                f"pin {field}",
+                pinned,
+                f"{spec.repo_id}@{spec.revision}"
+                if pinned
+                else f"{field}.revision: {spec.repo_id} is not pinned to a revision",
+                "" if pinned else HINT_REVISION.format(field=f"{field}.revision"),
+                fault="recipe",
+            )
+        )
+    calibration = getattr(recipe.quantization, "calibration", None)
+    if isinstance(calibration, HubCalibration):
+        out.append(
+            Check(
+                "pin calibration",
+                True,
+                f"{calibration.dataset}: AutoRound loads the data set by name (its default "
+                "branch); kit cannot pin it, the report records the name",
+                fault="recipe",
+            )
+        )
+    if runtime == "compose" and recipe.server.engine.device == "cuda":
+        base = base_image_for(recipe)
+        pinned = is_pinned(base)
+        out.append(
+            Check(
+                "pin image",
+                pinned,
+                base if pinned else f"server.engine.image: {base} is not pinned by digest",
+                ""
+                if pinned
+                else f"docker pull {base}, then --set server.engine.image=NAME:TAG@sha256:... "
+                "(docker image inspect --format '{{index .RepoDigests 0}}')",
+                fault="recipe",
+            )
+        )
+    return out

@@ -1,0 +1,155 @@
+"""GPU preflight and pins: every missing pin and the missing GPUs in one run, exit 2 for the
+recipe's faults and 3 for the machine's; the per-card memory estimate (kit.preflight.gpu's
+written formula) on given rigs, with the model's config read from a real huggingface_hub cache.
+
+NVML is real: on this machine (no GPU) it cannot start, and the count check says so. A rig is
+"forced" by handing ``gpu_checks`` the cards it would show, e.g. 2 x RTX 3090 24 GiB.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kit.cli import main
+from kit.errors import BadInputError, EnvironmentProblem
+from kit.model.hub import hub_cache_dir
+from kit.preflight import Card, checks, gpu_checks, preflight, table
+from kit.preflight.gpu import GIB, estimate, visible_cards
+from kit.recipe import load_recipe
+
+SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
+H200 = "recipes/h200-synthetic-int4-dflash.yaml"
+RTX3090 = Card(index=0, name="NVIDIA GeForce RTX 3090", memory_gib=24.0)
+H200_CARD = Card(index=0, name="NVIDIA H200", memory_gib=139.8)
+MODEL_REV, DRAFT_REV = "a" * 40, "b" * 40
+PINS = [f"model.revision={MODEL_REV}", f"speculative.draft.revision={DRAFT_REV}"]
+# Qwen3-class 27B dims (hidden 5120, 64 layers, 8 KV heads of 128) and a 1-layer DFlash2 draft
+TARGET_CONFIG = {
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "num_hidden_layers": 64,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+}
+DRAFT_CONFIG = {**TARGET_CONFIG, "num_hidden_layers": 1}
+
+
+def hub_cache(root: Path, repo_id: str, revision: str, config: dict[str, object]) -> None:
+    """A huggingface_hub cache entry as the hub client writes one: snapshots/<sha>/config.json."""
+    snapshot = root / f"models--{repo_id.replace('/', '--')}" / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps(config))
+
+
+@pytest.fixture
+def cached_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KIT_HOME", str(tmp_path / "kit"))
+    cache = hub_cache_dir()  # kit's own huggingface_hub cache
+    hub_cache(cache, "Qwen/Qwen3.8-27B", MODEL_REV, TARGET_CONFIG)
+    hub_cache(cache, "incoai/Qwen3.8-27B-DFlash2", DRAFT_REV, DRAFT_CONFIG)
+    return cache
+
+
+def test_the_seed_lists_every_missing_pin_and_the_gpus_in_one_run(repo_root: Path) -> None:
+    res = CliRunner().invoke(main, ["preflight", str(repo_root / SEED), "--runtime", "compose"])
+    assert res.exit_code == 2, res.output  # the recipe is at fault (and the machine too)
+    failed = [line.split()[1] for line in res.stdout.splitlines() if line.startswith("FAILED")]
+    cards, _ = visible_cards()
+    expected = ["pin", "pin", "pin"] + ([] if len(cards) >= 2 else ["gpus"])
+    assert failed == expected
+    for needle in (
+        "model.revision: Qwen/Qwen3.8-27B is not pinned to a revision",
+        "speculative.draft.revision: incoai/Qwen3.8-27B-DFlash2 is not pinned",
+        "server.engine.image: vllm/vllm-openai:v0.28.0 is not pinned by digest",
+        "--set model.revision=<40-hex sha> (make: SET=...)",
+    ):
+        assert needle in res.stderr
+    if len(cards) < 2:
+        assert f"gpus: {len(cards)} visible (" in res.stderr
+        assert "tensor_parallel_size 2 needs 2" in res.stderr
+
+
+def test_a_pinned_recipe_on_a_machine_without_gpus_is_exit_3(repo_root: Path) -> None:
+    loaded = load_recipe(repo_root / H200)
+    cards, why = visible_cards()
+    if cards:
+        pytest.skip("this machine has GPUs")
+    assert why is not None and why.startswith("NVML could not start")
+    with pytest.raises(EnvironmentProblem) as info:
+        preflight(loaded)  # native: no image pin, the model is synthetic: only the GPUs fail
+    assert info.value.message.splitlines()[1:] == [
+        f"  gpus: 0 visible ({why}); tensor_parallel_size 1 needs 1"
+    ]
+
+
+def test_missing_pins_are_the_recipes_fault_even_with_the_gpus(
+    repo_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("kit.preflight.visible_cards", lambda: ([RTX3090, RTX3090], None))
+    loaded = load_recipe(repo_root / SEED)
+    with pytest.raises(BadInputError) as info:
+        preflight(loaded)
+    assert [line.split(":")[0].strip() for line in info.value.message.splitlines()[1:]] == [
+        "pin model",
+        "pin speculative.draft",
+    ]
+
+
+def test_the_forced_2x3090_rig_fits_the_seed(repo_root: Path, cached_models: Path) -> None:
+    loaded = load_recipe(repo_root / SEED, PINS)
+    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
+    assert [(c.name, c.ok) for c in items] == [("gpus", True), ("gpu memory", True)], table(items)
+    est = estimate(loaded.recipe)
+    assert est is not None
+    # the formula by hand: weights INT4 g128 with bf16 scales over TP 2; KV int8 at 131072
+    params = 64 * (5120 * 128 * 2 * (64 + 8) + 3 * 5120 * 17408) + 2 * 151936 * 5120
+    assert est.weights == pytest.approx((params / 2 + params / 128 * 2) / 2 / GIB)
+    assert est.kv_cache == pytest.approx(2 * 64 * 8 * 128 * 1 * 131072 / 2 / GIB)
+    assert est.total < 0.90 * 24
+    assert "of 21.6 GiB usable (0.9 of the smallest card)" in items[1].detail
+
+
+def test_one_3090_is_refused_with_the_count(repo_root: Path, cached_models: Path) -> None:
+    loaded = load_recipe(repo_root / SEED, PINS)
+    items = gpu_checks(loaded.recipe, [RTX3090], None)
+    assert [(c.name, c.ok) for c in items] == [("gpus", False)]
+    assert items[0].detail == (
+        "1 visible (NVIDIA GeForce RTX 3090 24 GiB); tensor_parallel_size 2 needs 2"
+    )
+
+
+def test_a_context_that_does_not_fit_is_refused(repo_root: Path, cached_models: Path) -> None:
+    loaded = load_recipe(repo_root / SEED, [*PINS, "server.kv_cache_dtype=auto"])
+    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
+    assert not items[1].ok  # a bf16 KV cache at 131072 is 16 GiB a card on top of the weights
+    assert "lower server.max_model_len" in items[1].hint
+
+
+def test_without_the_models_config_the_memory_is_not_estimated(
+    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIT_HOME", str(tmp_path / "empty"))
+    loaded = load_recipe(repo_root / SEED, PINS)
+    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
+    assert items[1].ok and items[1].detail.startswith("not estimated:")
+
+
+def test_the_h200_recipes_fit_an_h200(repo_root: Path, every_recipe: Path) -> None:
+    loaded = load_recipe(every_recipe)
+    if loaded.recipe.server.engine.device != "cuda" or "h200" not in every_recipe.name:
+        pytest.skip("an H200 recipe")
+    cards = [H200_CARD] * loaded.recipe.server.tensor_parallel_size
+    items = gpu_checks(loaded.recipe, cards, None)
+    assert all(c.ok for c in items), table(items)
+    assert "GiB a card" in items[1].detail
+
+
+def test_checks_are_pins_then_resources(repo_root: Path) -> None:
+    names = [c.name for c in checks(load_recipe(repo_root / "recipes" / "cpu-tiny.yaml"))]
+    assert names == ["cpu-isa", "memory", "disk"]
