@@ -42,6 +42,11 @@ from kit.recipe import Bench
 
 log = logging.getLogger(__name__)
 
+# A prefill probe's first token may take depth / rate; its budget is this many times that, at
+# the rate its own warm-up measured (never less than the stall timeout). The calibrating
+# warm-up has no rate yet: it may take the whole request_timeout_s.
+PREFILL_MARGIN = 3.0
+
 # The prefill probe's prompt: these words, repeated to the depth asked for.
 _FILLER_TEXT = (
     "memory bandwidth sets the pace of decoding while prefill is bound by arithmetic and the "
@@ -93,7 +98,13 @@ class Bencher:
         return parse_prometheus(resp.text) if resp.status_code == 200 else {}
 
     def _one(
-        self, body: dict[str, Any], prompt: str, phase: Phase, index: int, salt: str | None = None
+        self,
+        body: dict[str, Any],
+        prompt: str,
+        phase: Phase,
+        index: int,
+        salt: str | None = None,
+        first_token_s: float | None = None,
     ) -> RequestRecord:
         rec = stream_request(
             self.client,
@@ -105,6 +116,8 @@ class Bencher:
             usable_fraction=self.bench.usable_fraction,
             deadline_s=self.bench.request_timeout_s,
             salt=salt,
+            first_token_s=first_token_s,
+            stall_s=self.bench.stall_timeout_s,
         )
         self.records.append(rec)
         if self.on_request:
@@ -205,6 +218,20 @@ class Bencher:
         fixed = a - per_word * a_words
         return max(int((depth - fixed) / per_word), 1)
 
+    def first_token_budget(self, name: str, depth: int) -> float:
+        """How long a ``depth``-token probe may wait for its first token: PREFILL_MARGIN times
+        depth / the prefill rate its earlier requests measured (prompt tokens / TTFT, the
+        slowest), at least the stall timeout; request_timeout_s before any was measured."""
+        rates = [
+            r.prompt_tokens / r.ttft_s
+            for r in self.records
+            if r.prompt == name and r.error is None and r.prompt_tokens and r.ttft_s
+        ]
+        if not rates:
+            return self.bench.request_timeout_s
+        budget = max(self.bench.stall_timeout_s, PREFILL_MARGIN * depth / min(rates))
+        return min(budget, self.bench.request_timeout_s)
+
     def _prefill(self, depth: int) -> PrefillResult:
         p = self.bench.prefill
         assert p is not None
@@ -228,7 +255,8 @@ class Bencher:
                 body = request_body(self.bench, self.model, _filler(words, salt), p.max_tokens)
                 body.pop("ignore_eos", None)
                 index = i if phase == "prefill_warmup" else i - p.warmups
-                rec = self._one(body, name, phase, index, salt=salt)
+                budget = self.first_token_budget(name, depth)
+                rec = self._one(body, name, phase, index, salt=salt, first_token_s=budget)
                 if calibrate and rec.prompt_tokens:
                     words = max(int(words * depth / rec.prompt_tokens), 16)
         except BenchAborted as exc:

@@ -3,12 +3,21 @@
 TTFT runs from the send to the first chunk carrying text, wall to the ``[DONE]`` line; tokens
 come from the final usage chunk only. What goes wrong (an HTTP error, a malformed or stalled
 stream, a missing usage chunk) lands in the record's ``error``, never as an exception.
+
+Two silences are told apart. Before the first chunk the server may be prefilling a long
+prompt: that wait is held to ``first_token_s`` (the prefill probe sets it from the depth and
+its measured rate). Once chunks flow, ``stall_s`` holds between any two of them, enforced by a
+watchdog that shuts the connection's socket down (which wakes the blocked read) when the stream
+goes silent for longer.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -19,6 +28,8 @@ from pydantic import Field
 from kit.base import KitModel
 from kit.metrics import decode_tps, is_usable, wall_tps
 from kit.recipe import Bench
+
+log = logging.getLogger(__name__)
 
 Phase = Literal["warmup", "measured", "prefill_warmup", "prefill"]
 
@@ -86,6 +97,46 @@ def _delta_text(chunk: dict[str, Any]) -> str:
     return "".join(p for p in parts if isinstance(p, str))
 
 
+class _StallWatch:
+    """Once armed by the first chunk, ends a stream silent for ``stall_s``: it shuts the
+    response's socket down, so the read blocked on it returns at once."""
+
+    def __init__(self, resp: httpx.Response, stall_s: float) -> None:
+        stream = resp.extensions.get("network_stream")
+        self.sock: socket.socket | None = (
+            stream.get_extra_info("socket") if stream is not None else None
+        )
+        self.stall_s = stall_s
+        self.last = time.monotonic()
+        self.stalled = False
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def feed(self) -> None:
+        self.last = time.monotonic()
+        if self._thread is None and self.sock is not None:
+            self._thread = threading.Thread(target=self._watch, name="kit-stall", daemon=True)
+            self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(min(self.stall_s / 4, 1.0)):
+            if time.monotonic() - self.last > self.stall_s:
+                self.stalled = True
+                try:
+                    assert self.sock is not None
+                    self.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    log.debug("stall watch: the socket was already closed")
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+def _stalled(stall_s: float | None) -> str:
+    return f"stream stalled (no chunk for {stall_s:g} s once tokens flowed)"
+
+
 def stream_request(
     client: httpx.Client,
     url: str,
@@ -98,8 +149,13 @@ def stream_request(
     deadline_s: float,
     clock: Callable[[], float] = time.perf_counter,
     salt: str | None = None,
+    first_token_s: float | None = None,
+    stall_s: float | None = None,
 ) -> RequestRecord:
-    """Send one streamed chat request and time it per the protocol."""
+    """Send one streamed chat request and time it per the protocol. With ``first_token_s``
+    longer than ``stall_s``, the wait for the first chunk may take that long, and ``stall_s``
+    holds between chunks after it (the module's docstring); else the client's read timeout
+    holds throughout."""
     started = utc_now_ms()
     ttft: float | None = None
     wall: float | None = None
@@ -109,14 +165,26 @@ def stream_request(
     times: list[float] = []
     text: list[str] = []
     error: str | None = None
+    watch: _StallWatch | None = None
+    long_wait = first_token_s is not None and stall_s is not None and first_token_s > stall_s
+    timeout: Any = httpx.USE_CLIENT_DEFAULT
+    if long_wait:
+        timeout = httpx.Timeout(connect=10.0, read=first_token_s, write=30.0, pool=10.0)
     t_send = clock()
     try:
-        with client.stream("POST", url + "/v1/chat/completions", json=body) as resp:
+        with client.stream(
+            "POST", url + "/v1/chat/completions", json=body, timeout=timeout
+        ) as resp:
+            if long_wait:
+                assert stall_s is not None
+                watch = _StallWatch(resp, stall_s)
             if resp.status_code != 200:
                 detail = resp.read().decode(errors="replace")[:300]
                 raise BenchAborted(f"HTTP {resp.status_code}: {detail}")
             done = False
             for line in resp.iter_lines():
+                if watch is not None and ttft is not None:
+                    watch.feed()  # tokens flow: the stall limit holds from here
                 if not line.startswith("data:"):
                     continue
                 now = clock()
@@ -138,6 +206,8 @@ def stream_request(
                 if piece:
                     if ttft is None:
                         ttft = now - t_send
+                        if watch is not None:
+                            watch.feed()
                     times.append(round(now - t_send, 6))
                     text.append(piece)
                 for choice in chunk.get("choices") or []:
@@ -146,13 +216,24 @@ def stream_request(
                 if chunk.get("usage"):
                     usage = chunk["usage"]
             if not done:
+                if watch is not None and watch.stalled:  # the watch ended it
+                    raise BenchAborted(_stalled(stall_s))
                 raise BenchAborted("stream ended without [DONE]")
     except BenchAborted as exc:
         error = str(exc)
     except httpx.TimeoutException:
-        error = "stream stalled (no data within the stall timeout)"
+        if long_wait and chunks == 0:
+            error = f"no first token within {first_token_s:g} s (the prefill budget)"
+        else:
+            error = "stream stalled (no data within the stall timeout)"
     except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        if watch is not None and watch.stalled:
+            error = _stalled(stall_s)
+        else:
+            error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if watch is not None:
+            watch.stop()
     tokens = int(usage["completion_tokens"]) if usage and error is None else None
     if error is None and usage is None:
         error = "no usage chunk in the stream"
