@@ -68,14 +68,17 @@ def make_server(fail_at: int, mode: str) -> ThreadingHTTPServer:
     return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
 
-@pytest.fixture
-def server(request: pytest.FixtureRequest) -> Iterator[str]:
-    fail_at, mode = request.param
-    srv = make_server(fail_at, mode)
+def serving(srv: ThreadingHTTPServer) -> Iterator[str]:
+    """The server's URL while it serves on a thread; shut down after."""
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield f"http://127.0.0.1:{srv.server_address[1]}"
     srv.shutdown()
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from serving(make_server(*request.param))
 
 
 BENCH = Bench(
@@ -188,11 +191,7 @@ def prefill_engine(rate: float, stall_after_first: float = 0.0) -> ThreadingHTTP
 
 @pytest.fixture
 def engine(request: pytest.FixtureRequest) -> Iterator[str]:
-    srv = prefill_engine(*request.param)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    yield from serving(prefill_engine(*request.param))
 
 
 PROBE = Bench(
