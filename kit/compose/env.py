@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 from pathlib import Path
 
 from kit import image
@@ -27,22 +29,63 @@ def project_name(recipe: Recipe) -> str:
 
 def _recipe_mount(loaded: LoadedRecipe) -> tuple[Path, str]:
     """The directory to mount read-only (holding the recipe, what it extends and the local
-    paths it names) and the recipe's path inside it."""
-    paths = [p.resolve() for p in loaded.chain]
+    paths it names) and the recipe's path inside it. The containers run as another user than
+    the one who owns it; where that user could not read it (a 0700 checkout), the recipe files
+    are mounted from a readable copy instead (:func:`_readable_copy`)."""
+    chain = [p.resolve() for p in loaded.chain]
+    paths = list(chain)
     recipe = loaded.recipe
+    local = []
     for spec in (recipe.model, recipe.speculative.draft):
         if spec is not None and spec.source == "local":
-            paths.append(loaded.resolve_path(spec.path))
+            local.append(loaded.resolve_path(spec.path))
     calibration = getattr(recipe.quantization, "calibration", None)
     if calibration is not None and calibration.source == "file":
-        paths.append(loaded.resolve_path(calibration.path))
+        local.append(loaded.resolve_path(calibration.path))
+    paths += local
     root = Path(os.path.commonpath([str(p if p.is_dir() else p.parent) for p in paths]))
     if root == Path(root.anchor):
         raise BadInputError(
             f"{loaded.path.name}: the recipe and the paths it names share no directory but /",
             hint="keep the recipe, what it extends and its local files under one directory",
         )
-    return root, str(loaded.path.resolve().relative_to(root))
+    relative = str(loaded.path.resolve().relative_to(root))
+    if _others_can_read(root):
+        return root, relative
+    if local:
+        raise EnvironmentProblem(
+            f"{root}: the containers' user cannot read this directory "
+            f"(mode {stat.S_IMODE(root.stat().st_mode):o}), and it holds local model or "
+            "calibration files too large to copy",
+            hint=f"chmod o+rx {root}, or keep the recipe and its files in a readable directory",
+        )
+    return _readable_copy(root, chain, loaded.recipe.sha256()), relative
+
+
+def _others_can_read(directory: Path) -> bool:
+    """Whether a user who is neither the owner nor in the group may list and enter it."""
+    return directory.stat().st_mode & 0o005 == 0o005
+
+
+def _readable_copy(root: Path, files: list[Path], key: str) -> Path:
+    """The recipe files under ``root`` copied, at the same relative paths, into a directory of
+    kit's cache that every user may read (0755, files 0644); with empty ``recipes/`` and
+    ``patches/`` where ``root`` has them, so the loader in the container finds the repository
+    it may extend from, as it would in ``root``."""
+    from kit.paths import kit_home
+
+    copy = kit_home() / "compose-recipes" / key[:16]
+    for marker in ("recipes", "patches"):
+        if (root / marker).is_dir():
+            (copy / marker).mkdir(parents=True, exist_ok=True)
+    for path in files:
+        target = copy / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        target.chmod(0o644)
+    for directory in (copy, *(p for p in copy.rglob("*") if p.is_dir())):
+        directory.chmod(0o755)  # its parents need not be: the daemon mounts it as root
+    return copy
 
 
 def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
