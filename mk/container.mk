@@ -52,7 +52,7 @@ verify: venv ## check a report: make verify REPORT=reports/<run>/report.json
 	$(KIT) report verify $(REPORT)
 
 compose-check: venv $(VENV)/bin/docker-compose ## docker compose config on the env of every recipe (no unset variable)
-	@set -e; mkdir -p build/compose/check; for r in recipes/*.yaml; do \
+	@set -e; mkdir -p build/compose/check; for r in $(filter-out %.lock.yaml,$(wildcard recipes/*.yaml)); do \
 	  env=build/compose/check/$$(basename $$r .yaml).env; \
 	  $(KIT) -q compose env $$r -o $$env >/dev/null; \
 	  $(COMPOSE) --env-file $$env --profile '*' config --quiet 2>build/compose/check/err; \

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
+RECIPES = sorted(p for p in (ROOT / "recipes").glob("*.yaml") if not p.name.endswith(".lock.yaml"))
 SERIES_DIRS = sorted((ROOT / "patches").iterdir())
 EXAMPLE_REPORTS = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
 VLLM_BENCH_RESULTS = sorted((ROOT / "tests" / "fixtures" / "vllm-bench").glob("*.json"))

@@ -78,6 +78,7 @@ def main(verbose: int, quiet: bool) -> None:
 
 for _command in (
     recipe.recipe,
+    recipe.lock,
     schema.schema,
     run.build,
     run.serve,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -62,3 +63,37 @@ def recipe_show(path: str, overrides: tuple[str, ...]) -> None:
     loaded = load_recipe(path, overrides)
     data = {"sha256": loaded.recipe.sha256(), "recipe": loaded.recipe.to_json_dict()}
     click.echo(json.dumps(data, indent=2))
+
+
+def write_recipe_lock(path: str) -> Path:
+    """Resolve what the recipe at ``path`` leaves open and write its lock beside it."""
+    from kit.recipe.lock import lock_path, resolve, write_lock
+
+    loaded = load_recipe(path, use_lock=False)
+    lock = resolve(loaded.recipe, loaded.path.name, loaded.recipe.sha256())
+    return write_lock(lock_path(loaded.path), lock)
+
+
+@click.command("lock")
+@click.argument("path", type=click.Path())
+def lock(path: str) -> None:
+    """Resolve what RECIPE leaves open (hub revisions to commit shas through huggingface_hub,
+    honouring HF_ENDPOINT; a GPU base image tag to its digest through the docker CLI) and write
+    RECIPE.lock.yaml beside it. Every kit command then applies the lock, until the recipe
+    changes; --set still wins. Prints the lock's path and what it pinned.
+
+    \b
+    Examples:
+      kit lock recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
+      HF_ENDPOINT=http://127.0.0.1:8080 kit lock my-recipe.yaml
+    """
+    from kit.recipe.lock import read_lock
+
+    written = write_recipe_lock(path)
+    locked = read_lock(written)
+    assert locked is not None
+    for pin in locked.pins:
+        click.echo(f"{pin.field}: {pin.value}  ({pin.resolved_from})", err=True)
+    if not locked.pins:
+        click.echo("nothing to resolve: every pin of the recipe is exact", err=True)
+    click.echo(str(written))

@@ -176,6 +176,11 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str) -> None:
 @_serve_options
 @sign_options
 @_runtime_option("Serve natively, or run the whole stack in containers (compose.yaml).")
+@click.option(
+    "--resolve",
+    is_flag=True,
+    help="Resolve what the recipe leaves open and write its lock first (as `kit lock`).",
+)
 def reproduce(
     path: str,
     overrides: tuple[str, ...],
@@ -185,8 +190,10 @@ def reproduce(
     key_path: str | None,
     no_sign: bool,
     runtime: str,
+    resolve: bool,
 ) -> None:
-    """All stages: build, serve, bench, report (signed when a key is available).
+    """All stages: build, serve, bench, report (signed when a key is available). The
+    recipe's lock file applies where there is one (`kit lock`); --resolve writes it first.
 
     \b
     Examples:
@@ -199,7 +206,13 @@ def reproduce(
     from kit.signing import signing_key
 
     install_sigterm_handler()
+    if resolve:
+        from kit.cli.recipe import write_recipe_lock
+
+        log.info("reproduce: locked %s", write_recipe_lock(path))
     loaded = load_recipe(path, overrides)
+    if resolve:
+        loaded = loaded.model_copy(update={"resolved": True})
     if runtime == "compose":
         from kit import compose as compose_mod
         from kit.errors import BadInputError

@@ -33,6 +33,8 @@ def _recipe_mount(loaded: LoadedRecipe) -> tuple[Path, str]:
     the one who owns it; where that user could not read it (a 0700 checkout), the recipe files
     are mounted from a readable copy instead (:func:`_readable_copy`)."""
     chain = [p.resolve() for p in loaded.chain]
+    if loaded.lock_file is not None:
+        chain.append(loaded.lock_file.resolve())
     paths = list(chain)
     recipe = loaded.recipe
     local = []
@@ -132,6 +134,7 @@ def render(
         "KIT_RECIPE_DIR": str(mount),
         "KIT_RECIPE_FILE": recipe_file,
         "KIT_SET": json.dumps(list(loaded.overrides)),
+        "KIT_RESOLVED": "1" if loaded.resolved else "",
         "KIT_IMAGE": image_ref,
         "KIT_IMAGE_ID": image_id,
         "KIT_BASE_IMAGE": image.base_image_for(recipe),

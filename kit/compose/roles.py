@@ -52,7 +52,8 @@ def container_recipe() -> LoadedRecipe:
     if not path:
         raise BadInputError("KIT_RECIPE is not set", hint="run the stack through compose.yaml")
     overrides = json.loads(os.environ.get("KIT_SET") or "[]")
-    return load_recipe(path, [str(o) for o in overrides])
+    loaded = load_recipe(path, [str(o) for o in overrides])
+    return loaded.model_copy(update={"resolved": os.environ.get("KIT_RESOLVED") == "1"})
 
 
 def read_prepared(loaded: LoadedRecipe) -> Prepared:

@@ -4,6 +4,7 @@ directory. Either way every file is hashed into the manifest."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Literal
@@ -46,6 +47,7 @@ def download(spec: HubModel, role: Literal["target", "draft"]) -> tuple[Path, Mo
                 revision=spec.revision,
                 allow_patterns=spec.allow_patterns,
                 cache_dir=str(cache),
+                endpoint=os.environ.get("HF_ENDPOINT") or None,  # as set now, not at import
             )
         )
     except LocalEntryNotFoundError as exc:

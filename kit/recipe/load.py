@@ -14,13 +14,14 @@ the file of the chain that holds it), or the ``--set`` that set it.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from kit.base import FrozenModel
 from kit.errors import RecipeError
@@ -43,6 +44,9 @@ class LoadedRecipe(FrozenModel):
     path: Path
     chain: list[Path]  # this file first, then each file it extends
     overrides: list[str]
+    lock_file: Path | None = None  # the lock applied (kit.recipe.lock), if any
+    locked: list[str] = Field(default_factory=list)  # the fields it set
+    resolved: bool = False  # locked in this same run (kit reproduce --resolve)
 
     def resolve_path(self, value: str) -> Path:
         """A path from the recipe: relative ones are relative to the recipe file."""
@@ -235,18 +239,47 @@ def validate_data(
         raise RecipeError(lines) from None
 
 
-def load_recipe(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> LoadedRecipe:
-    """Read a recipe file, follow ``extends``, apply ``--set`` overrides and validate."""
+def load_recipe(
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), *, use_lock: bool = True
+) -> LoadedRecipe:
+    """Read a recipe file, follow ``extends``, apply its lock file where there is one
+    (:mod:`kit.recipe.lock`), then the ``--set`` overrides, and validate."""
+    from kit.recipe.lock import is_lock_file, lock_path, read_lock, to_overrides
+
     label = str(path)
     top = _resolve(Path(path), label)
+    if is_lock_file(top):
+        raise RecipeError(
+            [f"{label}: a lock file, not a recipe"],
+            hint=f"name the recipe it locks ({top.name.removesuffix('.lock.yaml')}.yaml)",
+        )
     anywhere = os.environ.get(EXTENDS_ANYWHERE, "") not in ("", "0")
     chain = _Chain(roots=_roots(top), anywhere=anywhere)
     data, marks, files = _resolve_extends(top, label, (), chain)
     data = upgrade(data, UPGRADES)
     where = _Where(marks)
+    lock_file = lock_path(top)
+    lock = read_lock(lock_file) if use_lock else None
+    if lock is not None:
+        base = validate_data(copy.deepcopy(data), label, where).sha256()
+        if lock.recipe_sha256 != base:
+            raise RecipeError(
+                [f"{lock_file}: recipe_sha256: the recipe changed since it was locked"],
+                hint=f"run `kit lock {label}` again (or remove {lock_file.name})",
+            )
+        for parts, value in to_overrides(lock):
+            _apply_override(data, parts, value)
+            where.set_by(".".join(parts), f"{lock_file}: {'.'.join(parts)}")
     for item in overrides:
         parts, value = parse_override(item)
         _apply_override(data, parts, value)
         where.set_by(".".join(parts), f"--set {item}")
     recipe = validate_data(data, label, where)
-    return LoadedRecipe(recipe=recipe, path=top, chain=files, overrides=list(overrides))
+    return LoadedRecipe(
+        recipe=recipe,
+        path=top,
+        chain=files,
+        overrides=list(overrides),
+        lock_file=lock_file if lock is not None else None,
+        locked=[pin.field for pin in lock.pins] if lock is not None else [],
+    )

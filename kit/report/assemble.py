@@ -24,6 +24,7 @@ from kit.errors import KitError
 from kit.paths import display_path
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
 from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
+from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
 from kit.report.schema import EngineInfo, Report, ServerInfo
 from kit.report.validity import Validity, verdict
@@ -75,6 +76,7 @@ def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
         recipe_overrides=[shown_override(o) for o in loaded.overrides],
         recipe=data,
         recipe_sha256=recipe_sha256(data),
+        pins=pin_sources(recipe, loaded.locked, loaded.overrides, loaded.resolved),
         versions=base_versions(),
         validity=Validity(valid=False, reasons=[]),
         notes=notes,

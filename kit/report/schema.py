@@ -19,6 +19,7 @@ from kit.model import ModelManifest
 from kit.patches import PatchManifest
 from kit.probe import GpuSampling, HostLoad, HostProbe
 from kit.quantize import QuantManifest
+from kit.recipe.lock import PinRecord
 from kit.report.validity import Validity
 from kit.roofline import Roofline
 from kit.vllm_bench import VllmBench
@@ -96,6 +97,11 @@ class Report(KitModel):
     recipe_overrides: list[str] = Field(description="--set overrides applied.")
     recipe: dict[str, Any] = Field(description="The resolved recipe.")
     recipe_sha256: str = Field(description="sha256 of the resolved recipe's canonical JSON.")
+    pins: list[PinRecord] = Field(
+        default_factory=list,
+        description="Each pinnable field (hub revisions, a GPU base image), the value used and "
+        "where it came from: the recipe, its lock file, --resolve or --set.",
+    )
     versions: dict[str, str] = Field(description="kit, python, engine, torch, ... versions.")
     engine: EngineInfo | None = Field(None, description="The engine environment used.")
     patches: PatchManifest | None = Field(

@@ -47,15 +47,19 @@ def test_no_docker_engine_is_exit_3_with_a_hint(run_kit: KitRun, tmp_path: Path)
 def test_gpu_recipe_without_gpus_is_exit_3(
     docker_engine: None, gpu_recipe: Path, tmp_path: Path
 ) -> None:
-    loaded = load_recipe(
-        gpu_recipe, ["server.engine.image=vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64]
-    )
+    pins = [
+        "server.engine.image=vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64,
+        "model.revision=" + "a" * 40,
+        "speculative.draft.revision=" + "b" * 40,
+    ]
+    loaded = load_recipe(gpu_recipe, pins)
     with pytest.raises(EnvironmentProblem) as err:
-        compose.reproduce(loaded, tmp_path)
+        compose.reproduce(loaded, tmp_path)  # the preflight, before any image is built
     assert err.value.exit_code == 3
-    assert err.value.message == (
-        "club3090-qwen3.8-27b-2x3090-dflash2 needs 2 NVIDIA GPU(s); this host shows 0"
-    )
+    lines = err.value.message.splitlines()
+    assert lines[0] == "preflight: club3090-qwen3.8-27b-2x3090-dflash2 cannot run here:"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == ["gpus"]
+    assert "tensor_parallel_size 2 needs 2" in lines[1]
     assert project_containers(compose.project_name(loaded.recipe)) == []
 
 
