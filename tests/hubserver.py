@@ -21,6 +21,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
+# cpu-tiny with both models from the stand-in, their revisions left open (as the seed's are)
+HUB_TINY_RECIPE = """\
+extends: cpu-tiny.yaml
+name: hub-tiny
+model:
+  source: hub
+  repo_id: kit-test/tiny
+  revision: null
+speculative:
+  method: dflash
+  num_speculative_tokens: 7
+  draft:
+    source: hub
+    repo_id: kit-test/tiny-draft
+    revision: null
+"""
+
 _TREE = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/?]+)(?:/[^?]*)?(?:\?.*)?$")
 _INFO = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)(?:/revision/(?P<rev>[^/?]+))?(?:\?.*)?$")
 _FILE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>[^?]+)(?:\?.*)?$")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hubserver import serving_hub
+from hubserver import HUB_TINY_RECIPE, serving_hub
 
 from kit.build import Built
 from kit.engine import EngineEnv
@@ -26,21 +26,6 @@ from kit.report.assemble import new_report
 
 pytestmark = pytest.mark.integration
 
-RECIPE = """\
-extends: cpu-tiny.yaml
-name: hub-tiny
-model:
-  source: hub
-  repo_id: kit-test/tiny
-  revision: null
-speculative:
-  method: dflash
-  num_speculative_tokens: 7
-  draft:
-    source: hub
-    repo_id: kit-test/tiny-draft
-    revision: null
-"""
 SMALL = [
     "bench.warmups=0",
     "bench.runs=1",
@@ -73,7 +58,7 @@ def test_reproduce_resolve_locks_downloads_and_records_the_shas(
     recipes.mkdir()
     (recipes / "cpu-tiny.yaml").write_text((repo_root / "recipes" / "cpu-tiny.yaml").read_text())
     recipe = recipes / "hub-tiny.yaml"
-    recipe.write_text(RECIPE)
+    recipe.write_text(HUB_TINY_RECIPE)
     repos = {"kit-test/tiny": built.model_dir, "kit-test/tiny-draft": built.draft_dir}
     for repo in repos:  # an earlier session's download would be a cache hit: download again
         shutil.rmtree(hub_cache_dir() / f"models--{repo.replace('/', '--')}", ignore_errors=True)

@@ -10,29 +10,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hubserver import Hub, serving_hub
+from hubserver import HUB_TINY_RECIPE, Hub, serving_hub
 
 from kit.cli import main
 from kit.errors import EnvironmentProblem, RecipeError
 from kit.recipe import load_recipe
 from kit.recipe.lock import lock_path, pin_sources, read_lock, resolve_image
 from kit.report.assemble import new_report
-
-RECIPE = """\
-extends: {base}
-name: hub-tiny
-model:
-  source: hub
-  repo_id: kit-test/tiny
-  revision: null
-speculative:
-  method: dflash
-  num_speculative_tokens: 7
-  draft:
-    source: hub
-    repo_id: kit-test/tiny-draft
-    revision: null
-"""
 
 
 @pytest.fixture
@@ -59,7 +43,7 @@ def recipe(tmp_path: Path, repo_root: Path) -> Path:
     (tmp_path / "recipes" / "cpu-tiny.yaml").write_text(
         (repo_root / "recipes" / "cpu-tiny.yaml").read_text()
     )
-    path.write_text(RECIPE.format(base="cpu-tiny.yaml"))
+    path.write_text(HUB_TINY_RECIPE)
     return path
 
 
