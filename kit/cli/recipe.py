@@ -65,18 +65,24 @@ def recipe_show(path: str, overrides: tuple[str, ...]) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
-def write_recipe_lock(path: str) -> Path:
-    """Resolve what the recipe at ``path`` leaves open and write its lock beside it."""
+def write_recipe_lock(path: str, images: bool) -> Path:
+    """Resolve what the recipe at ``path`` leaves open and write its lock beside it; the GPU
+    base image only with ``images``."""
     from kit.recipe.lock import lock_path, resolve, write_lock
 
     loaded = load_recipe(path, use_lock=False)
-    lock = resolve(loaded.recipe, loaded.path.name, loaded.recipe.sha256())
+    lock = resolve(loaded.recipe, loaded.path.name, loaded.recipe.sha256(), images=images)
     return write_lock(lock_path(loaded.path), lock)
 
 
 @click.command("lock")
 @click.argument("path", type=click.Path())
-def lock(path: str) -> None:
+@click.option(
+    "--no-image",
+    is_flag=True,
+    help="Leave the GPU base image open (native runs do not use it; no docker CLI needed).",
+)
+def lock(path: str, no_image: bool) -> None:
     """Resolve what RECIPE leaves open (hub revisions to commit shas through huggingface_hub,
     honouring HF_ENDPOINT; a GPU base image tag to its digest through the docker CLI) and write
     RECIPE.lock.yaml beside it. Every kit command then applies the lock, until the recipe
@@ -89,7 +95,7 @@ def lock(path: str) -> None:
     """
     from kit.recipe.lock import read_lock
 
-    written = write_recipe_lock(path)
+    written = write_recipe_lock(path, images=not no_image)
     locked = read_lock(written)
     assert locked is not None
     for pin in locked.pins:

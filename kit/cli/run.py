@@ -150,7 +150,13 @@ def bench(
 @click.argument("path", type=click.Path())
 @set_option
 @_runtime_option("Check for a native run, or for the container stack (adds the image pin).")
-def preflight(path: str, overrides: tuple[str, ...], runtime: str) -> None:
+@click.option(
+    "--rig",
+    default=None,
+    metavar="NxGIB",
+    help="Check against N cards of GIB GiB each (e.g. 2x24) instead of this machine's GPUs.",
+)
+def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | None) -> None:
     """Check every pin and resource a run needs, before any download, build or quantization:
     a table of what was checked on stdout; every problem at once on stderr. Exit 2 when the
     recipe is at fault (a missing pin), 3 when the machine is (GPUs, memory, disk, CPU).
@@ -159,14 +165,16 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str) -> None:
     \b
     Examples:
       kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --runtime compose
+      kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --rig 2x24
       kit preflight recipes/cpu-tiny.yaml
     """
-    from kit.preflight import checks, table
+    from kit.preflight import assumed_rig, checks, table
     from kit.preflight import preflight as run_preflight
 
     loaded = load_recipe(path, overrides)
-    click.echo(table(checks(loaded, runtime)))
-    run_preflight(loaded, runtime)
+    cards = assumed_rig(rig) if rig else None
+    click.echo(table(checks(loaded, runtime, cards)))
+    run_preflight(loaded, runtime, cards)
 
 
 @click.command("reproduce")
@@ -179,7 +187,8 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str) -> None:
 @click.option(
     "--resolve",
     is_flag=True,
-    help="Resolve what the recipe leaves open and write its lock first (as `kit lock`).",
+    help="Resolve what the recipe leaves open and write its lock first (as `kit lock`; the "
+    "base image only with --runtime compose).",
 )
 def reproduce(
     path: str,
@@ -209,7 +218,8 @@ def reproduce(
     if resolve:
         from kit.cli.recipe import write_recipe_lock
 
-        log.info("reproduce: locked %s", write_recipe_lock(path))
+        # the image is resolved for the container runtime only: a native run does not use it
+        log.info("reproduce: locked %s", write_recipe_lock(path, images=runtime == "compose"))
     loaded = load_recipe(path, overrides)
     if resolve:
         loaded = loaded.model_copy(update={"resolved": True})

@@ -43,6 +43,7 @@ __all__ = [
     "Check",
     "Estimate",
     "Fault",
+    "assumed_rig",
     "checks",
     "disk_check",
     "gpu_checks",
@@ -53,15 +54,18 @@ __all__ = [
 ]
 
 
-def gpu_checks(recipe: Recipe, cards: list[Card], why: str | None) -> list[Check]:
-    """The cards against the recipe: their count, then each one's memory (where estimated)."""
+def gpu_checks(
+    recipe: Recipe, cards: list[Card], why: str | None, seen: str = "visible"
+) -> list[Check]:
+    """The cards against the recipe: their count, then each one's memory (where estimated).
+    ``seen`` says how the cards are known (``visible`` to NVML, or ``assumed`` with --rig)."""
     need = recipe.server.tensor_parallel_size
     shown = ", ".join(f"{c.name} {c.memory_gib:.0f} GiB" for c in cards) or why or "none"
     out = [
         Check(
             "gpus",
             len(cards) >= need,
-            f"{len(cards)} visible ({shown}); tensor_parallel_size {need} needs {need}",
+            f"{len(cards)} {seen} ({shown}); tensor_parallel_size {need} needs {need}",
             "run it on a host with the GPUs (NVIDIA driver; in containers also the NVIDIA "
             "Container Toolkit), or pick a recipe for this rig (ls recipes/)",
         )
@@ -93,11 +97,29 @@ def gpu_checks(recipe: Recipe, cards: list[Card], why: str | None) -> list[Check
     return out
 
 
-def checks(loaded: LoadedRecipe, runtime: str = "native") -> list[Check]:
-    """Every preflight item for the recipe on this machine, for ``runtime`` (native, compose)."""
+def assumed_rig(spec: str) -> list[Card]:
+    """``NxGIB`` (e.g. ``2x24``): that many cards of that memory, for checking a recipe
+    against a rig this machine is not."""
+    count, _, gib = spec.lower().partition("x")
+    try:
+        n, size = int(count), float(gib)
+    except ValueError:
+        n, size = 0, 0.0
+    if n < 1 or size <= 0:
+        raise BadInputError(f"--rig {spec}: expected CARDSxGIB, e.g. 2x24")
+    return [Card(index=i, name="card", memory_gib=size) for i in range(n)]
+
+
+def checks(
+    loaded: LoadedRecipe, runtime: str = "native", rig: list[Card] | None = None
+) -> list[Check]:
+    """Every preflight item for the recipe on this machine, for ``runtime`` (native, compose);
+    ``rig`` stands in for the GPUs NVML shows (:func:`assumed_rig`)."""
     recipe = loaded.recipe
     items = pin_checks(loaded, runtime)
     if recipe.server.engine.device == "cuda":
+        if rig is not None:
+            return items + gpu_checks(recipe, rig, None, "assumed")
         cards, why = visible_cards()
         return items + gpu_checks(recipe, cards, why)
     model, isa = cpu_isa()
@@ -120,10 +142,12 @@ def table(items: list[Check]) -> str:
     return "\n".join(lines)
 
 
-def preflight(loaded: LoadedRecipe, runtime: str = "native") -> list[Check]:
+def preflight(
+    loaded: LoadedRecipe, runtime: str = "native", rig: list[Card] | None = None
+) -> list[Check]:
     """Run the checks; raise naming every failed one: ``BadInputError`` (exit 2) when one is
     the recipe's fault, else ``EnvironmentProblem`` (exit 3)."""
-    items = checks(loaded, runtime)
+    items = checks(loaded, runtime, rig)
     for item in items:  # the failures go into the error; passes are for -v / KIT_DEBUG
         log.debug("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
     failed = [c for c in items if not c.ok]

@@ -193,13 +193,16 @@ def resolve_image(ref: str) -> str:
     return f"{name}@{found[0].split('@', 1)[1]}"
 
 
-def resolve(recipe: Recipe, recipe_file: str, base_sha256: str) -> Lock:
-    """A lock for every field of ``recipe`` that is open (not exact)."""
+def resolve(recipe: Recipe, recipe_file: str, base_sha256: str, *, images: bool = True) -> Lock:
+    """A lock for every field of ``recipe`` that is open (not exact); the base image only with
+    ``images`` (a native run does not use it, and resolving it needs the docker CLI)."""
     pins: list[LockedPin] = []
     for field, value in open_fields(recipe).items():
         if is_exact(field, value):
             continue
         if field == "server.engine.image":
+            if not images:
+                continue
             assert value is not None
             pins.append(LockedPin(field=field, value=resolve_image(value), resolved_from=value))
             continue

@@ -153,3 +153,15 @@ def test_the_h200_recipes_fit_an_h200(repo_root: Path, every_recipe: Path) -> No
 def test_checks_are_pins_then_resources(repo_root: Path) -> None:
     names = [c.name for c in checks(load_recipe(repo_root / "recipes" / "cpu-tiny.yaml"))]
     assert names == ["cpu-isa", "memory", "disk"]
+
+
+def test_a_rig_can_be_assumed_from_the_command_line(repo_root: Path) -> None:
+    args = ["preflight", str(repo_root / SEED), *[a for p in PINS for a in ("--set", p)]]
+    res = CliRunner().invoke(main, [*args, "--rig", "2x24"])
+    assert res.exit_code == 0, res.output
+    assert "ok      gpus                   2 assumed (card 24 GiB, card 24 GiB)" in res.stdout
+    one = CliRunner().invoke(main, [*args, "--rig", "1x24"])
+    assert one.exit_code == 3
+    assert "gpus: 1 assumed (card 24 GiB); tensor_parallel_size 2 needs 2" in one.stderr
+    bad = CliRunner().invoke(main, [*args, "--rig", "two"])
+    assert bad.exit_code == 2 and "--rig two: expected CARDSxGIB, e.g. 2x24" in bad.stderr
