@@ -1,4 +1,6 @@
-"""The committed GPU example reports verify with the committed public key."""
+"""The committed GPU example reports verify with the committed public keys (examples/keys/:
+each report is checked against the key whose fingerprint its signature names, so a report
+signed by any other key fails)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ from pathlib import Path
 import pytest
 
 from kit.errors import VerificationFailed
-from kit.signing import load_public_key, read_payload
+from kit.signing import fingerprint, load_public_key, open_envelope, read_payload
 
 
-@pytest.fixture
-def key(repo_root: Path) -> Path:
-    """The public half of the key the examples are signed with."""
-    return repo_root / "examples" / "keys" / "example.pub"
+def signer_key(report: Path) -> Path:
+    """The committed public key whose fingerprint the report's signature names."""
+    keyid = open_envelope(report.read_bytes()).signatures[0].keyid
+    keys = sorted((report.parents[1] / "keys").glob("*.pub"))
+    found = [k for k in keys if fingerprint(load_public_key(k)) == keyid]
+    assert found, f"{report.name}: no committed key for {keyid}"
+    return found[0]
 
 
 @pytest.fixture
@@ -29,7 +34,8 @@ def test_examples_exist(reports: list[Path]) -> None:
     assert {"h200-tp1.report.json", "h200x2-tp2.report.json"} <= names
 
 
-def test_example_report_verifies(every_example_report: Path, key: Path) -> None:
+def test_example_report_verifies(every_example_report: Path) -> None:
+    key = signer_key(every_example_report)
     report, check = read_payload(every_example_report.read_bytes(), load_public_key(key))
     assert check.valid
     assert report["kind"] == "kit.report"
@@ -44,8 +50,9 @@ def test_example_report_verifies(every_example_report: Path, key: Path) -> None:
     assert report["vllm_bench"]["prompts"]
 
 
-def test_tampered_example_fails(reports: list[Path], key: Path) -> None:
+def test_tampered_example_fails(reports: list[Path]) -> None:
     """One changed figure in the payload and the signature no longer holds."""
+    key = signer_key(reports[0])
     raw = reports[0].read_bytes()
     encoded = json.loads(raw)["payload"]
     payload = base64.b64decode(encoded)
