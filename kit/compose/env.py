@@ -119,6 +119,8 @@ def render(
     run_id: str = "",
 ) -> dict[str, str]:
     """Every variable compose.yaml reads, for one recipe (in the order they are written)."""
+    from kit.probe.dump import host_facts_for_containers
+
     recipe = loaded.recipe
     mount, recipe_file = _recipe_mount(loaded)
     gpu = recipe.server.engine.device == "cuda"
@@ -153,6 +155,8 @@ def render(
         "KIT_UID": str(os.getuid()),
         "KIT_GID": str(os.getgid()),
         "KIT_RUN_ID": run_id,
+        # the host's name (a stand-in) and OS, which the bench sidecar cannot see itself
+        "KIT_HOST_FACTS": host_facts_for_containers(),
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import json
 import os
 import platform
 import re
@@ -265,17 +266,56 @@ def _affinity() -> int | None:
     return len(getter(0)) if getter is not None else None
 
 
+HOST_FACTS_ENV = "KIT_HOST_FACTS"  # the host's identity and OS, given to a container
+FACTS_FROM_HOST = "the host (kit compose env)"
+FACTS_FROM_HERE = "this machine"
+
+
+def host_facts_for_containers() -> str:
+    """What a container cannot see of its host, as JSON for ``$KIT_HOST_FACTS``: the host name
+    (already a keyed stand-in, so the env file names no host) and /etc/os-release. The kernel,
+    CPU and memory a container reads are the host's already."""
+    from kit.probe.redaction import redact_value
+
+    return json.dumps({"hostname": redact_value(socket.gethostname()), "os_release": _os_release()})
+
+
+def _given_host_facts() -> dict[str, Any] | None:
+    """``$KIT_HOST_FACTS`` checked: a stand-in host name and string-valued os-release."""
+    raw = os.environ.get(HOST_FACTS_ENV, "")
+    if not raw or len(raw) > 65536:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    hostname, release = data.get("hostname"), data.get("os_release")
+    if not (isinstance(hostname, str) and hostname.startswith("redacted:")):
+        return None
+    if release is not None and not (
+        isinstance(release, dict) and all(isinstance(v, str) for v in release.values())
+    ):
+        return None
+    return {"hostname": hostname, "os_release": release}
+
+
 def collect_host_facts() -> dict[str, Any]:
-    """Raw host facts: identity, OS, CPU, memory, NUMA, container evidence, Python."""
+    """Raw host facts: identity, OS, CPU, memory, NUMA, container evidence, Python. In a
+    container given ``$KIT_HOST_FACTS``, the host name and OS are the host's, and
+    ``facts_from`` says so."""
     try:
         user: str | None = getpass.getuser()
     except Exception:  # no passwd entry for this uid in some containers
         user = None
+    given = _given_host_facts()
     return {
-        "hostname": socket.gethostname(),
+        "hostname": given["hostname"] if given else socket.gethostname(),
+        "facts_from": FACTS_FROM_HOST if given else FACTS_FROM_HERE,
         "user": user,
         "home": str(Path.home()) if os.environ.get("HOME") or user else None,
-        "os_release": _os_release(),
+        "os_release": given["os_release"] if given else _os_release(),
         "kernel": platform.release(),
         "arch": platform.machine(),
         "cpuinfo": _cpuinfo(),

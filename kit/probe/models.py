@@ -225,6 +225,11 @@ class HostProbe(FrozenModel):
     hostname: str | Unavailable = Field(
         description="Host name; 'redacted:<keyed HMAC-SHA256 prefix>' if redacted."
     )
+    facts_from: str = Field(
+        "this machine",
+        description="Where the host name and OS were read: this machine, or the host of the "
+        "container the probe ran in (given by kit compose env).",
+    )
     os: OsInfo = Field(description="Operating system and kernel.")
     cpu: CpuInfo = Field(description="Processors and memory.")
     container: ContainerInfo = Field(description="Container detection.")

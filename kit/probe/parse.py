@@ -8,7 +8,7 @@ from typing import Any
 
 from kit.errors import BadInputError
 from kit.probe.cpu import ARM64_ISA_FLAGS, X86_ISA_FLAGS
-from kit.probe.dump import DUMP_FORMAT, DUMP_VERSION
+from kit.probe.dump import DUMP_FORMAT, DUMP_VERSION, FACTS_FROM_HERE, FACTS_FROM_HOST
 from kit.probe.models import (
     ClockInfo,
     ContainerInfo,
@@ -92,11 +92,18 @@ def host_probe_from_dump(
     system: dict[str, Raw] = nvml.get("system") or {}
     missing = init if "error" in init else None
     hostname = host.get("hostname")
+    facts_from = str(host.get("facts_from") or FACTS_FROM_HERE)
+    given_stand_in = (
+        facts_from == FACTS_FROM_HOST
+        and isinstance(hostname, str)
+        and hostname.startswith("redacted:")
+    )
     smi: dict[str, Raw] = dump.get("nvidia_smi") or {}
     return HostProbe(
         collected_at=str(dump.get("collected_at", "")),
         redacted=redact,
-        hostname=_identifier(hostname, key),
+        hostname=str(hostname) if given_stand_in else _identifier(hostname, key),
+        facts_from=facts_from,
         os=_os(host),
         cpu=_cpu(host),
         container=_container(host),

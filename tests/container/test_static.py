@@ -52,6 +52,8 @@ def test_compose_config_for_every_recipe(
     secrets = [s["source"] for s in services["bench"]["secrets"]]
     assert secrets == ["kit_signing_key", "kit_redaction_key"]
     assert services["bench"]["environment"]["KIT_REDACTION_KEY"] == "/run/secrets/kit_redaction_key"
+    host_facts = json.loads(services["bench"]["environment"]["KIT_HOST_FACTS"])
+    assert host_facts["hostname"].startswith("redacted:")
     assert data["volumes"]["kit-home"]["name"] == "kit-home"
     env = services["bench"]["environment"]
     assert env["KIT_RECIPE"] == f"/kit/recipes/{every_recipe.name}"

@@ -157,3 +157,26 @@ def test_a_container_given_the_hosts_secret_file_names_the_host_alike(
     monkeypatch.setenv(redaction.ENV_SECRET, redaction.NO_SECRET)
     monkeypatch.setenv("KIT_CONFIG_DIR", str(config_dir))
     assert redact_value(HOST) == on_host
+
+
+def test_a_container_given_the_hosts_facts_reports_the_host(
+    config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from kit.probe import dump as dump_mod
+
+    on_host = dump_mod.host_facts_for_containers()  # what kit compose env renders
+    given = json.loads(on_host)
+    assert given["hostname"] == redact_value(socket.gethostname())  # no host name in the file
+    monkeypatch.setenv(dump_mod.HOST_FACTS_ENV, on_host)
+    monkeypatch.setattr(dump_mod.socket, "gethostname", lambda: "container-id-1234")
+    facts = dump_mod.collect_host_facts()
+    assert facts["facts_from"] == dump_mod.FACTS_FROM_HOST
+    assert facts["hostname"] == given["hostname"]
+    probe = host_probe_from_dump(dump_mod.collect_nvml_dump())
+    assert probe.facts_from == "the host (kit compose env)"
+    assert probe.hostname == given["hostname"]  # the native run's stand-in, not re-keyed
+    # a value that is not a stand-in is not taken: the container's own facts, said so
+    monkeypatch.setenv(dump_mod.HOST_FACTS_ENV, json.dumps({"hostname": "plain-name"}))
+    assert dump_mod.collect_host_facts()["facts_from"] == "this machine"
