@@ -155,6 +155,14 @@ def signed(payload: bytes, private_key: object) -> bytes:
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
+    """1-8 random byte sets, inserts and deletes; never the input itself (a set can write the
+    byte that was there: such a no-op mutant is drawn again)."""
+    while (mutant := _mutate_once(data, rng)) == data:
+        pass
+    return mutant
+
+
+def _mutate_once(data: bytes, rng: random.Random) -> bytes:
     out = bytearray(data)
     for _ in range(rng.randint(1, 8)):
         at = rng.randrange(len(out))
