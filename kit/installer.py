@@ -18,13 +18,20 @@ before kit's venv exists (``python3 -m kit.installer venv .venv -e '.[build,dev]
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
+import io
+import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import time
+import urllib.request
+import zipfile
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import urljoin, urlparse
 
 from kit.paths import kit_home
 
@@ -35,9 +42,26 @@ class InstallError(RuntimeError):
     """A venv could not be created or filled; the message carries uv's last lines."""
 
 
+# uv's wheels on PyPI for the machines kit runs on, by ``platform.machine()``: the bootstrap
+# without pip downloads one of these and checks it against this hash before unpacking it
+UV_WHEELS = {
+    "x86_64": (
+        f"uv-{UV_VERSION}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        "d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19",
+    ),
+    "aarch64": (
+        f"uv-{UV_VERSION}-py3-none-manylinux_2_28_aarch64.whl",
+        "ecb6028d79dc96fbeafffe5c8af62a7099487ebc05a701e76714eebcffd06375",
+    ),
+}
+PYPI_SIMPLE = "https://pypi.org/simple"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
+
 def uv_binary() -> str:
-    """uv to run: $KIT_UV, the uv package of this interpreter, uv on PATH, else a pinned uv
-    installed once with pip under ``$KIT_HOME/tools/uv``."""
+    """uv to run: $KIT_UV, the uv package of this interpreter, uv on PATH, else the pinned uv
+    installed once under ``$KIT_HOME/tools/uv-VERSION``: with pip where this Python has it,
+    else from the pinned wheel (stock Debian and Ubuntu ship python3 without pip or venv)."""
     given = os.environ.get("KIT_UV")
     if given:
         return given
@@ -52,20 +76,105 @@ def uv_binary() -> str:
         return found
     target = kit_home() / "tools" / f"uv-{UV_VERSION}"
     binary = target / "bin" / "uv"
-    if not binary.exists():
+    if binary.exists():
+        return str(binary)
+    if importlib.util.find_spec("pip") is not None:
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
              "--target", str(target), f"uv=={UV_VERSION}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
         )  # fmt: skip
-        if proc.returncode != 0 or not binary.exists():
-            raise InstallError(
-                f"cannot bootstrap uv {UV_VERSION} with {sys.executable} -m pip:\n"
-                + "\n".join(proc.stdout.strip().splitlines()[-8:])
-                + "\nhint: install uv (e.g. `pipx install uv`, or your distribution's package) "
-                "or point KIT_UV at one"
-            )
-    return str(binary)
+        if proc.returncode == 0 and binary.exists():
+            return str(binary)
+        why = f"{sys.executable} -m pip failed:\n" + "\n".join(
+            proc.stdout.strip().splitlines()[-8:]
+        )
+        raise InstallError(f"cannot bootstrap uv {UV_VERSION}: {why}\n{UV_HINT}")
+    return str(fetch_uv(target))
+
+
+UV_HINT = (
+    "hint: install uv (e.g. `pipx install uv`, or your distribution's package) "
+    "or point KIT_UV at one"
+)
+
+
+def _wheel_sources(filename: str, config: dict[str, str]) -> list[str]:
+    """Where the uv wheel may be: pip's find-links folders (offline), then the indexes."""
+    found = []
+    for location in config.get("find-links", "").split():
+        parsed = urlparse(location)
+        if parsed.scheme in ("", "file"):
+            candidate = Path(parsed.path if parsed.scheme else location) / filename
+            if candidate.is_file():
+                found.append(candidate.as_uri())
+    indexes = [config.get("index-url") or PYPI_SIMPLE, *config.get("extra-index-url", "").split()]
+    return found + [i for i in indexes if _usable(i)]
+
+
+def _wheel_url(index: str, filename: str) -> str | None:
+    """The download address of ``filename`` on a PEP 691 (JSON) simple index, or None."""
+    if urlparse(index).scheme == "file":
+        local = Path(urlparse(index).path) / "uv" / filename
+        return local.as_uri() if local.is_file() else None
+    request = urllib.request.Request(index.rstrip("/") + "/uv/", headers={"Accept": SIMPLE_JSON})
+    with urllib.request.urlopen(request, timeout=60) as resp:
+        listing = json.load(resp)
+        base: str = resp.geturl()
+    for entry in listing.get("files", []):
+        if entry.get("filename") == filename:
+            return urljoin(base, str(entry["url"]))
+    return None
+
+
+def fetch_uv(target: Path, wheels: dict[str, tuple[str, str]] | None = None) -> Path:
+    """Install the pinned uv without pip: download its wheel (pip's find-links folders and
+    indexes, else PyPI), check the pinned sha256, and unpack the ``uv`` binary into
+    ``target/bin``. Raises InstallError naming what failed."""
+    pins = UV_WHEELS if wheels is None else wheels
+    machine = platform.machine()
+    if machine not in pins:
+        raise InstallError(
+            f"cannot bootstrap uv {UV_VERSION}: this Python has no pip, and kit pins no uv "
+            f"wheel for {machine} (only {', '.join(sorted(pins))})\n{UV_HINT}"
+        )
+    filename, sha256 = pins[machine]
+    config = _pip_config()
+    errors = []
+    for source in _wheel_sources(filename, config):
+        try:
+            url = source if source.endswith(".whl") else _wheel_url(source, filename)
+            if url is None:
+                errors.append(f"{source}: has no {filename}")
+                continue
+            with urllib.request.urlopen(url, timeout=300) as resp:
+                data = resp.read()
+        except (OSError, ValueError) as exc:
+            errors.append(f"{source}: {exc}")
+            continue
+        got = hashlib.sha256(data).hexdigest()
+        if got != sha256:
+            errors.append(f"{url}: sha256 {got}, kit pins {sha256}")
+            continue
+        member = f"uv-{UV_VERSION}.data/scripts/uv"
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as wheel:
+                binary = wheel.read(member)
+        except (zipfile.BadZipFile, KeyError) as exc:
+            errors.append(f"{url}: no {member} in the wheel ({exc})")
+            continue
+        bin_dir = target / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        partial = bin_dir / ".uv.partial"
+        partial.write_bytes(binary)
+        partial.chmod(0o755)
+        partial.replace(bin_dir / "uv")
+        return bin_dir / "uv"
+    raise InstallError(
+        f"cannot bootstrap uv {UV_VERSION} (this Python has no pip):\n  "
+        + "\n  ".join(errors or ["no package location to download it from"])
+        + f"\n{UV_HINT}"
+    )
 
 
 def _pip_config() -> dict[str, str]:

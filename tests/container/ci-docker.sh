@@ -11,6 +11,8 @@
 # KIT_DOCKER_DATA=DIR: keep the daemon's data there between runs (a layer cache); by default
 #   it lives in build/docker for this run only
 # PYTEST_ARGS=... (e.g. -k static)
+# ci-docker.sh CMD ARGS...: run CMD against the private daemon instead of tests/container
+#   (make test-fresh-host: tests/container/fresh-debian.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VENV=${VENV:-.venv}
@@ -87,6 +89,10 @@ fi
 say "dockerd $(DOCKER_HOST="unix://$sock" docker version --format '{{.Server.Version}}') ($driver) on $sock"
 
 export DOCKER_HOST="unix://$sock" KIT_REQUIRE_DOCKER=1 DOCKER_BUILDKIT=0
+if (($#)); then
+  "$@"
+  exit
+fi
 eval "set -- ${PYTEST_ARGS:-}"  # shell words, quotes honoured: PYTEST_ARGS="-k 'a or b'"
 "$VENV/bin/python" -m pytest tests/container -q -p no:cacheprovider "$@"
 if [ -f build/container-timings.json ]; then

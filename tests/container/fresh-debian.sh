@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make test-fresh-host: `make reproduce` as a new user runs it, on a stock Debian 12 that has
+# python3 but neither python3-venv (no ensurepip) nor python3-pip.
+#
+# Run by tests/container/ci-docker.sh against its private daemon (root, debootstrap):
+#   1. debootstrap --variant=minbase bookworm with python3, make, git, ca-certificates and
+#      libnuma1 only, checked to have no ensurepip and no pip, imported as kit-fresh:bookworm;
+#   2. in a container from it (host network, as root): git clone of this checkout's HEAD,
+#      `make reproduce` (the CPU recipe, natively: no Docker inside), then `make verify` of the
+#      report it wrote. Everything is downloaded from the package registries, nothing is
+#      carried over from this machine.
+# The log is build/fresh-host/reproduce.log; the report is copied to build/fresh-host/.
+# Not part of `make test`: it downloads and builds everything from nothing (~15-25 min).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=build/fresh-host
+tag=kit-fresh:bookworm
+mkdir -p "$out"
+say() { echo "fresh-host: $*" >&2; }
+[ "$(id -u)" = 0 ] || { say "needs root (debootstrap)"; exit 3; }
+command -v debootstrap >/dev/null || { say "needs debootstrap"; exit 3; }
+git rev-parse --verify -q HEAD >/dev/null || { say "needs a git checkout with a commit"; exit 3; }
+
+if ! docker image inspect "$tag" >/dev/null 2>&1; then
+  work=$(mktemp -d "$PWD/$out/rootfs.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  say "debootstrap bookworm (minbase + python3 make git ca-certificates libnuma1)"
+  debootstrap --variant=minbase --include=python3,make,git,ca-certificates,libnuma1 \
+    bookworm "$work/root" >"$out/debootstrap.log" 2>&1 || { tail -5 "$out/debootstrap.log"; exit 3; }
+  for missing in python3-venv python3-pip; do
+    if chroot "$work/root" dpkg -s "$missing" >/dev/null 2>&1; then
+      say "$missing is installed in the rootfs; this test needs it absent"; exit 1
+    fi
+  done
+  tar -C "$work/root" --numeric-owner --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* -c . \
+    | docker import --change 'ENV LANG=C.UTF-8' - "$tag" >/dev/null
+  rm -rf "$work"
+  trap - EXIT
+fi
+
+commit=$(git rev-parse HEAD)
+say "make reproduce in $tag, from a clone of $commit"
+started=$(date +%s)
+set +e
+docker run --rm --network host -v "$PWD:/origin:ro" -v "$PWD/$out:/out" "$tag" bash -euo pipefail -c '
+  python3 -c "import ensurepip" 2>/dev/null && { echo "ensurepip is there" >&2; exit 1; }
+  python3 -m pip --version 2>/dev/null && { echo "pip is there" >&2; exit 1; }
+  echo "python3 $(python3 -V 2>&1 | cut -d" " -f2): no ensurepip, no pip"
+  git config --global --add safe.directory "*"
+  git clone -q /origin /home/kit && cd /home/kit
+  # the README first lines, as a user types them
+  make reproduce
+  report=$(ls -t reports/*/report.json | head -1)
+  make verify REPORT="$report"
+  cp "$report" /out/report.json
+' >"$out/reproduce.log" 2>&1
+code=$?
+set -e
+took=$(( $(date +%s) - started ))
+tail -15 "$out/reproduce.log"
+if [ "$code" != 0 ]; then
+  say "FAILED (exit $code) after $took s; log: $out/reproduce.log"
+  exit 1
+fi
+say "make reproduce + make verify passed in $took s; report: $out/report.json"
