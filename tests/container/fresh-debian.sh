@@ -38,11 +38,21 @@ if ! docker image inspect "$tag" >/dev/null 2>&1; then
   trap - EXIT
 fi
 
+# This machine's trust setup goes in with it (a TLS-inspecting proxy's CA): the host's CA
+# bundle over the container's, and the variables that name it. Nothing else is carried.
+tls=()
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  tls+=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
+fi
+for var in SSL_CERT_FILE REQUESTS_CA_BUNDLE; do
+  [ "${!var:-}" = /etc/ssl/certs/ca-certificates.crt ] && tls+=(-e "$var")
+done
+
 commit=$(git rev-parse HEAD)
 say "make reproduce in $tag, from a clone of $commit"
 started=$(date +%s)
 set +e
-docker run --rm --network host -v "$PWD:/origin:ro" -v "$PWD/$out:/out" "$tag" bash -euo pipefail -c '
+docker run --rm --network host "${tls[@]}" -v "$PWD:/origin:ro" -v "$PWD/$out:/out" "$tag" bash -euo pipefail -c '
   python3 -c "import ensurepip" 2>/dev/null && { echo "ensurepip is there" >&2; exit 1; }
   python3 -m pip --version 2>/dev/null && { echo "pip is there" >&2; exit 1; }
   echo "python3 $(python3 -V 2>&1 | cut -d" " -f2): no ensurepip, no pip"
