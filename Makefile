@@ -10,12 +10,11 @@ KIT := $(VENV)/bin/kit
 export KIT_HOME ?= $(CURDIR)/.kit
 
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
-ifeq ($(HAS_GPU),1)
-DEFAULT_RECIPE := recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
-else
-DEFAULT_RECIPE := recipes/cpu-tiny.yaml
-endif
-RECIPE ?= $(DEFAULT_RECIPE)
+# RECIPE not given: the recipe for this rig, `kit recipe pick` (the GPUs NVML shows against each
+# recipe's rig: block; no GPU: recipes/cpu-tiny.yaml). Picked once, when a target first needs it
+# (kit's venv exists by then); where no recipe fits, it lists them all and make stops.
+RECIPE ?= $(eval RECIPE := $(shell $(KIT) recipe pick || echo .no-recipe))$(if $(filter \
+  .no-recipe,$(RECIPE)),$(error no recipe for this rig (see above): make reproduce RECIPE=recipes/NAME.yaml))$(RECIPE)
 REPORTS ?= reports
 # reports are signed with kit's own key, where every kit command looks for it: kit.key in kit's
 # config dir (KIT_CONFIG_DIR, else $XDG_CONFIG_HOME/kit, else ~/.config/kit), or KIT_SIGNING_KEY.
@@ -55,9 +54,7 @@ ifeq ($(HAS_DOCKER),1)
 	@echo "kit: Docker engine found: running $(RECIPE) in containers (compose.yaml)"
 	$(KIT) reproduce --runtime compose $(RECIPE) -o $(REPORTS) $(KIT_ARGS)
 else
-ifneq ($(HAS_GPU),1)
-	@echo "kit: no NVIDIA GPU visible: running the embedded CPU recipe $(RECIPE) natively"
-endif
+	@echo "kit: no Docker engine: running $(RECIPE) natively"
 	$(KIT) reproduce $(RECIPE) -o $(REPORTS) $(KIT_ARGS)
 endif
 

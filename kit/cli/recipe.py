@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from kit.cli.options import set_option
-from kit.errors import EXIT_BAD_INPUT, KitError
+from kit.errors import EXIT_BAD_INPUT, BadInputError, KitError
 from kit.recipe import load_recipe
 
 
@@ -103,3 +103,38 @@ def lock(path: str, no_image: bool) -> None:
     if not locked.pins:
         click.echo("nothing to resolve: every pin of the recipe is exact", err=True)
     click.echo(str(written))
+
+
+@recipe.command("pick")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("recipes"),
+    show_default=True,
+    help="Where the recipes are.",
+)
+@click.option("--rig", help="Pick for these cards instead of NVML's: CARDSxGIB, e.g. 1x24.")
+def recipe_pick(directory: Path, rig: str | None) -> None:
+    """Print the recipe for this rig: the GPUs NVML shows against each recipe's rig: block
+    (none visible: the CPU recipe). Says why on stderr; exit 3, listing every recipe and what
+    it needs, when none fits. `make reproduce` runs it when no RECIPE is given.
+
+    \b
+    Examples:
+      kit recipe pick
+      kit recipe pick --rig 2x24
+    """
+    from kit.preflight import assumed_rig
+    from kit.preflight.gpu import visible_cards
+    from kit.preflight.rig import pick
+
+    if not directory.is_dir():
+        raise BadInputError(f"--dir {directory}: no such directory")
+    if rig is not None:
+        cards, why = assumed_rig(rig), None
+    else:
+        cards, why = visible_cards()
+    chosen = pick(directory, cards, why)
+    click.echo(f"kit: {chosen.reason}: {chosen.path}", err=True)
+    click.echo(str(chosen.path))

@@ -1,29 +1,35 @@
 """GPU preflight: enough cards, and enough memory on each, before any download.
 
 The memory a GPU recipe needs on each card is estimated from the model's shape (a synthetic
-recipe's ``model.shape``, else the model's ``config.json`` where it is already on this machine)
-and written down here so that it can be checked:
+recipe's ``model.shape``, else the model's ``config.json``: from kit's hub cache, or fetched
+where the hub is reachable, :mod:`kit.preflight.hub`) and written down here so that it can be
+checked:
 
-    weights  = params x bits / 8  (+ one bf16 scale per group when quantized)  / TP
-    draft    = draft params x 2 (bf16)                                          / TP
-    kv cache = 2 x layers x kv_heads x head_dim x kv bytes x max_model_len       / TP
+    body     = layers x (attention + MLP) parameters
+    weights  = body x bits / 8 (+ one bf16 scale per group)  +  embeddings and lm_head in bf16
+               (AutoRound keeps both; one matrix when tied)                          / TP
+    draft    = draft params x 2 (bf16)                                              / TP
+    kv cache = 2 x attention layers x kv_heads x head_dim x kv bytes x max_model_len / TP
+               (a hybrid model's linear-attention layers keep a small fixed state instead)
     fixed    = 2.5 GiB  (CUDA context, CUDA graphs, activations of one prefill chunk)
 
     need per card = weights + draft + kv cache + fixed,  against
     gpu_memory_utilization x the card's memory (what vLLM allows itself).
 
-One sequence at ``max_model_len`` is the least the engine accepts at boot; a load sweep needs
-more, and vLLM then says how many sequences fit. Where the shape is not known yet (a hub model
-not downloaded), the estimate is skipped and the check says so.
+bits and group size are the recipe's AutoRound settings, or the ``quantization_config`` of a
+checkpoint served as published. One sequence at ``max_model_len`` is the least the engine
+accepts at boot; a load sweep needs more, and vLLM then says how many sequences fit. Where the
+shape is not known (a hub model, the hub not reachable), the estimate is skipped and the check
+says so.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
+from kit.preflight import hub
 from kit.recipe import AutoRoundQuantization, Recipe, SyntheticModel
 from kit.recipe.sources import HubModel, SyntheticDraft
 
@@ -54,30 +60,62 @@ class Shape:
     kv_heads: int
     head_dim: int
     vocab: int
+    attention_layers: int | None = None  # full-attention layers of a hybrid model
+    tied: bool = False
+    bits: int | None = None  # a published checkpoint's quantization_config
+    group_size: int | None = None
 
-    def params(self) -> int:
+    def body_params(self) -> int:
         attn = self.hidden * self.head_dim * 2 * (self.heads + self.kv_heads)
         mlp = 3 * self.hidden * self.intermediate
-        return self.layers * (attn + mlp) + 2 * self.vocab * self.hidden
+        return self.layers * (attn + mlp)
+
+    def embedding_params(self) -> int:
+        return (1 if self.tied else 2) * self.vocab * self.hidden
+
+    def params(self) -> int:
+        return self.body_params() + self.embedding_params()
+
+    @property
+    def kv_layers(self) -> int:
+        return self.layers if self.attention_layers is None else self.attention_layers
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Shape | None:
         """From a Hugging Face ``config.json`` (its ``text_config`` for multimodal models)."""
-        config = config.get("text_config") or config
+        quant = config.get("quantization_config") or {}
+        text = config.get("text_config") or config
         try:
-            heads = int(config["num_attention_heads"])
-            hidden = int(config["hidden_size"])
+            heads = int(text["num_attention_heads"])
+            hidden = int(text["hidden_size"])
+            layers = int(text["num_hidden_layers"])
             return cls(
                 hidden=hidden,
-                intermediate=int(config["intermediate_size"]),
-                layers=int(config["num_hidden_layers"]),
+                intermediate=int(text["intermediate_size"]),
+                layers=layers,
                 heads=heads,
-                kv_heads=int(config.get("num_key_value_heads") or heads),
-                head_dim=int(config.get("head_dim") or hidden // heads),
-                vocab=int(config["vocab_size"]),
+                kv_heads=int(text.get("num_key_value_heads") or heads),
+                head_dim=int(text.get("head_dim") or hidden // heads),
+                vocab=int(text["vocab_size"]),
+                attention_layers=_attention_layers(text, layers),
+                tied=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings"))),
+                bits=int(quant["bits"]) if quant.get("bits") else None,
+                group_size=int(quant["group_size"]) if quant.get("group_size") else None,
             )
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return None
+
+
+def _attention_layers(text: dict[str, Any], layers: int) -> int | None:
+    """Full-attention layers of a hybrid model (``layer_types``, else
+    ``full_attention_interval``); None when every layer attends."""
+    types = text.get("layer_types")
+    if isinstance(types, list) and types:
+        return sum(1 for t in types if t == "full_attention")
+    interval = text.get("full_attention_interval")
+    if isinstance(interval, int) and interval > 1:
+        return layers // interval
+    return None
 
 
 def visible_cards() -> tuple[list[Card], str | None]:
@@ -105,31 +143,6 @@ def visible_cards() -> tuple[list[Card], str | None]:
     return cards, None
 
 
-def _cached_config(repo_id: str, revision: str | None) -> dict[str, Any] | None:
-    """A hub model's config.json, where kit's huggingface_hub cache has it already (no
-    download: a first run estimates once the model is there, or after ``kit build``)."""
-    if revision is None:
-        return None
-    from kit.model.hub import hub_cache_dir
-
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        path = try_to_load_from_cache(
-            repo_id, "config.json", revision=revision, cache_dir=str(hub_cache_dir())
-        )
-    except Exception:  # no huggingface_hub, a bad id: no estimate
-        return None
-    if not isinstance(path, str):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def model_shape(recipe: Recipe) -> Shape | None:
     """The target model's shape, where it is known without a download."""
     model = recipe.model
@@ -145,7 +158,7 @@ def model_shape(recipe: Recipe) -> Shape | None:
             s.vocab_size,
         )
     if isinstance(model, HubModel):
-        config = _cached_config(model.repo_id, model.revision)
+        config = hub.config(model)
         return Shape.from_config(config) if config else None
     return None
 
@@ -166,7 +179,7 @@ def _draft_params(recipe: Recipe, target: Shape) -> int | None:
         )
         return layer.params()
     if isinstance(draft, HubModel):
-        config = _cached_config(draft.repo_id, draft.revision)
+        config = hub.config(draft)
         shape = Shape.from_config(config) if config else None
         return shape.params() if shape else None
     return None
@@ -203,12 +216,22 @@ def estimate(recipe: Recipe) -> Estimate | None:
         return None
     tp = recipe.server.tensor_parallel_size
     quant = recipe.quantization
-    params = shape.params()
-    if isinstance(quant, AutoRoundQuantization):
-        weight_bytes = params * quant.bits / 8 + params / quant.group_size * 2
+    bits, group = (
+        (quant.bits, quant.group_size)
+        if isinstance(quant, AutoRoundQuantization)
+        else (
+            shape.bits,
+            shape.group_size,
+        )
+    )
+    body = shape.body_params()
+    if bits is not None and bits < 16:
+        per_group = group if group and group > 0 else shape.hidden
+        weight_bytes = body * bits / 8 + body / per_group * 2
     else:
-        weight_bytes = params * 2
-    kv = 2 * shape.layers * shape.kv_heads * shape.head_dim * _kv_bytes(recipe)
+        weight_bytes = body * 2
+    weight_bytes += shape.embedding_params() * 2
+    kv = 2 * shape.kv_layers * shape.kv_heads * shape.head_dim * _kv_bytes(recipe)
     kv *= recipe.server.max_model_len
     return Estimate(
         weights=weight_bytes / tp / GIB, draft=draft * 2 / tp / GIB, kv_cache=kv / tp / GIB

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from kit.paths import display_path
 from kit.recipe.base import RecipeModel
 from kit.recipe.protocol import Reference, departures
-from kit.recipe.serving import Bench, Server
+from kit.recipe.serving import Bench, Rig, Server
 from kit.recipe.sources import (
     AutoRoundQuantization,
     HubCalibration,
@@ -39,6 +39,9 @@ class Recipe(RecipeModel):
     quantization: Quantization = Field(description="How the model is quantized.")
     speculative: Speculative = Field(default_factory=Speculative, description="Spec decoding.")
     server: Server = Field(description="How the model is served.")
+    rig: Rig | None = Field(
+        None, description="The GPUs it is made for, for `make reproduce` to pick it."
+    )
     bench: Bench = Field(default_factory=Bench, description="The measurement protocol.")
     reference: Reference | None = Field(None, description="Published figures to compare with.")
 
@@ -83,6 +86,14 @@ class Recipe(RecipeModel):
                     )
         if self.server.engine.device == "cpu" and self.server.tensor_parallel_size > 1:
             problems.append("server.tensor_parallel_size: the CPU engine serves with 1")
+        if self.rig is not None:
+            if self.server.engine.device == "cpu":
+                problems.append("rig: is for GPU recipes (a CPU recipe runs on any machine)")
+            elif self.rig.gpus < self.server.tensor_parallel_size:
+                problems.append(
+                    f"rig.gpus {self.rig.gpus} is fewer than server.tensor_parallel_size "
+                    f"{self.server.tensor_parallel_size}"
+                )
         if self.bench.prefill is not None:
             for depth in self.bench.prefill.depths:
                 if depth <= 0:
@@ -141,7 +152,8 @@ class Recipe(RecipeModel):
         return not departures(self.bench)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        # a recipe without a rig dumps as it did before the field existed: same sha256
+        return self.model_dump(mode="json", exclude={"rig"} if self.rig is None else None)
 
     def sha256(self) -> str:
         return recipe_sha256(self.to_json_dict())

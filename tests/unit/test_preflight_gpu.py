@@ -107,9 +107,11 @@ def test_the_forced_2x3090_rig_fits_the_seed(repo_root: Path, cached_models: Pat
     assert [(c.name, c.ok) for c in items] == [("gpus", True), ("gpu memory", True)], table(items)
     est = estimate(loaded.recipe)
     assert est is not None
-    # the formula by hand: weights INT4 g128 with bf16 scales over TP 2; KV int8 at 131072
-    params = 64 * (5120 * 128 * 2 * (64 + 8) + 3 * 5120 * 17408) + 2 * 151936 * 5120
-    assert est.weights == pytest.approx((params / 2 + params / 128 * 2) / 2 / GIB)
+    # the formula by hand: the body INT4 g128 with bf16 scales, embeddings and lm_head in
+    # bf16, over TP 2; KV int8 at 131072
+    body = 64 * (5120 * 128 * 2 * (64 + 8) + 3 * 5120 * 17408)
+    embeddings = 2 * 151936 * 5120
+    assert est.weights == pytest.approx((body / 2 + body / 128 * 2 + embeddings * 2) / 2 / GIB)
     assert est.kv_cache == pytest.approx(2 * 64 * 8 * 128 * 1 * 131072 / 2 / GIB)
     assert est.total < 0.90 * 24
     assert "of 21.6 GiB usable (0.9 of the smallest card)" in items[1].detail

@@ -1,0 +1,135 @@
+"""What the hub says about a pinned repository, before anything is downloaded: the size of each
+file the recipe's ``allow_patterns`` select (for the disk check), and its ``config.json`` (for
+the GPU memory estimate), fetched into kit's huggingface_hub cache.
+
+Only where the hub is reachable: with ``HF_HUB_OFFLINE`` set, an unpinned revision, or a hub
+that does not answer within :data:`TIMEOUT_S`, the caller gets the reason instead, and the
+checks that needed the answer say they were not made. The client is huggingface_hub itself, so
+``HF_ENDPOINT`` (read at call time) and ``HF_TOKEN`` apply.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kit.recipe.sources import HubModel
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class RepoFiles:
+    """The files of one pinned repository that kit downloads, and how much of it is cached."""
+
+    repo_id: str
+    revision: str
+    sizes: dict[str, int]
+    cached_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes.values())
+
+    @property
+    def to_download(self) -> int:
+        return max(self.total_bytes - self.cached_bytes, 0)
+
+
+def offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def selected(names: list[str], patterns: list[str]) -> list[str]:
+    """The names ``snapshot_download(allow_patterns=...)`` takes (fnmatch on the whole path)."""
+    return [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
+
+
+def _snapshot(spec: HubModel) -> Path | None:
+    from kit.model.hub import hub_cache_dir
+
+    assert spec.revision is not None
+    folder = "models--" + spec.repo_id.replace("/", "--")
+    path = hub_cache_dir() / folder / "snapshots" / spec.revision
+    return path if path.is_dir() else None
+
+
+@functools.lru_cache(maxsize=32)
+def _listing(repo_id: str, revision: str, endpoint: str) -> dict[str, int] | str:
+    """Every file of the revision with its size (one metadata call, no retries), or why not."""
+    try:
+        from huggingface_hub import HfApi
+
+        info = HfApi(endpoint=endpoint or None).model_info(
+            repo_id, revision=revision, files_metadata=True, timeout=TIMEOUT_S
+        )
+    except Exception as exc:  # unreachable, gated, unknown: the check says so, nothing fails here
+        log.debug("preflight: hub metadata of %s failed", repo_id, exc_info=True)
+        return f"the hub did not answer for {repo_id} ({type(exc).__name__})"
+    return {s.rfilename: int(s.size or 0) for s in info.siblings or []}
+
+
+def repo_files(spec: HubModel) -> tuple[RepoFiles | None, str]:
+    """The sizes of what kit would download of ``spec`` (its pinned revision), or the reason
+    they are not known."""
+    if spec.revision is None:
+        return None, "not pinned"
+    if offline():
+        return None, "HF_HUB_OFFLINE is set"
+    listing = _listing(spec.repo_id, spec.revision, os.environ.get("HF_ENDPOINT", ""))
+    if isinstance(listing, str):
+        return None, listing
+    sizes = dict(listing)
+    sizes = {n: sizes[n] for n in selected(sorted(sizes), spec.allow_patterns)}
+    snapshot = _snapshot(spec)
+    cached = 0
+    if snapshot is not None:
+        for name, size in sizes.items():
+            if (snapshot / name).exists():
+                cached += size
+    return RepoFiles(spec.repo_id, spec.revision, sizes, cached), ""
+
+
+def config(spec: HubModel) -> dict[str, Any] | None:
+    """``config.json`` of the pinned revision: from kit's cache, else fetched there (a few KB)
+    where the hub is reachable; None otherwise."""
+    if spec.revision is None:
+        return None
+    from kit.model.hub import hub_cache_dir
+
+    try:
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+        path = try_to_load_from_cache(
+            spec.repo_id, "config.json", revision=spec.revision, cache_dir=str(hub_cache_dir())
+        )
+        # fetched only from a hub that answered the metadata call: hf_hub_download retries an
+        # unreachable one for half a minute
+        if not isinstance(path, str) and repo_files(spec)[0] is not None:
+            path = hf_hub_download(
+                spec.repo_id,
+                "config.json",
+                revision=spec.revision,
+                cache_dir=str(hub_cache_dir()),
+                etag_timeout=TIMEOUT_S,
+                endpoint=os.environ.get("HF_ENDPOINT") or None,
+            )
+    except Exception:  # no huggingface_hub, unreachable, a bad id: no estimate
+        log.debug("preflight: config.json of %s failed", spec.repo_id, exc_info=True)
+        return None
+    if not isinstance(path, str):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
