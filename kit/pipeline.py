@@ -54,7 +54,7 @@ def reproduce(
     A failure after the build still writes a report marked incomplete (with the runs made so
     far) before the error propagates.
     """
-    preflight(loaded)
+    preflight(loaded, engine_python=engine_python)
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     report = new_report(loaded, run_id)

@@ -129,7 +129,11 @@ def serving_hub(repos: dict[str, Path]) -> Iterator[Hub]:
                     "downloads": 0,
                     "likes": 0,
                     "lastModified": "2026-12-01T00:00:00.000Z",
-                    "siblings": [{"rfilename": name} for name in content[repo]],
+                    # with the sizes and blob ids huggingface_hub asks for (files_metadata)
+                    "siblings": [
+                        {"rfilename": name, "size": len(data), "blobId": _blob(data)}
+                        for name, data in content[repo].items()
+                    ],
                 }
                 self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"})
                 return

@@ -9,7 +9,11 @@ first step of ``kit reproduce`` in both runtimes):
 - for a GPU recipe (:mod:`kit.preflight.gpu`): the cards NVML shows against the tensor-parallel
   size, and each card's memory against the written-down estimate;
 - for a CPU recipe (:mod:`kit.preflight.cpu`): the CPU's ISA against the engine's kernels, the
-  memory for KV cache, model and engine, and free disk under ``$KIT_HOME``.
+  memory for KV cache, model and engine, and free disk under ``$KIT_HOME``;
+- for a GPU recipe, free disk against the hub's sizes of what would be downloaded plus the
+  quantized output (:mod:`kit.preflight.disk`, :mod:`kit.preflight.hub`);
+- natively, the engine's Python (:mod:`kit.preflight.engine`); in containers, a Docker engine
+  this user may use and, for a GPU recipe, its NVIDIA runtime (:mod:`kit.preflight.docker`).
 
 A failed pin is the recipe's fault (exit 2); the rest is the machine's (exit 3). When both
 fail, the recipe's exit code wins: fix the recipe first.
@@ -32,6 +36,9 @@ from kit.preflight.cpu import (
     mem_available_gib,
     memory_check,
 )
+from kit.preflight.disk import gpu_disk_check
+from kit.preflight.docker import container_checks
+from kit.preflight.engine import engine_python_check
 from kit.preflight.gpu import Card, Estimate, estimate, visible_cards
 from kit.preflight.pins import pin_checks
 from kit.recipe import LoadedRecipe, Recipe
@@ -111,17 +118,28 @@ def assumed_rig(spec: str) -> list[Card]:
 
 
 def checks(
-    loaded: LoadedRecipe, runtime: str = "native", rig: list[Card] | None = None
+    loaded: LoadedRecipe,
+    runtime: str = "native",
+    rig: list[Card] | None = None,
+    engine_python: str | None = None,
 ) -> list[Check]:
     """Every preflight item for the recipe on this machine, for ``runtime`` (native, compose);
-    ``rig`` stands in for the GPUs NVML shows (:func:`assumed_rig`)."""
+    ``rig`` stands in for the GPUs NVML shows (:func:`assumed_rig`); ``engine_python`` is the
+    interpreter a native run is given (else ``KIT_ENGINE_PYTHON``, else kit's managed venv)."""
     recipe = loaded.recipe
+    gpu = recipe.server.engine.device == "cuda"
     items = pin_checks(loaded, runtime)
-    if recipe.server.engine.device == "cuda":
+    if runtime == "compose":
+        items += container_checks(gpu)
+    else:
+        items.append(engine_python_check(recipe, engine_python))
+    if gpu:
         if rig is not None:
-            return items + gpu_checks(recipe, rig, None, "assumed")
-        cards, why = visible_cards()
-        return items + gpu_checks(recipe, cards, why)
+            items += gpu_checks(recipe, rig, None, "assumed")
+        else:
+            cards, why = visible_cards()
+            items += gpu_checks(recipe, cards, why)
+        return [*items, gpu_disk_check(recipe, kit_home())]
     model, isa = cpu_isa()
     engine_dir = engine_mod.managed_dir(recipe.server.engine, recipe.server.patches)
     installed = (
@@ -143,11 +161,14 @@ def table(items: list[Check]) -> str:
 
 
 def preflight(
-    loaded: LoadedRecipe, runtime: str = "native", rig: list[Card] | None = None
+    loaded: LoadedRecipe,
+    runtime: str = "native",
+    rig: list[Card] | None = None,
+    engine_python: str | None = None,
 ) -> list[Check]:
     """Run the checks; raise naming every failed one: ``BadInputError`` (exit 2) when one is
     the recipe's fault, else ``EnvironmentProblem`` (exit 3)."""
-    items = checks(loaded, runtime, rig)
+    items = checks(loaded, runtime, rig, engine_python)
     for item in items:  # the failures go into the error; passes are for -v / KIT_DEBUG
         log.debug("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
     failed = [c for c in items if not c.ok]

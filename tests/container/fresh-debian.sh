@@ -65,8 +65,11 @@ for key in ("index-url", "extra-index-url", "find-links"):
     for loc in value.split():
         url = urlparse(loc)
         if url.scheme in ("", "file"):
+            # a file:// simple index links to its files beside it: the folder above it goes in
+            path = url.path.rstrip("/")
+            path = path.rsplit("/", 1)[0] if path.endswith("/simple") else path
             print("-v")
-            print(f"{url.path}:{url.path}:ro")
+            print(f"{path}:{path}:ro")
 PY
 )
 [ ${#pkg[@]} -eq 0 ] || say "pip's package locations go in: ${pkg[*]}"

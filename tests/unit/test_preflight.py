@@ -286,7 +286,9 @@ def test_preflight_names_every_failed_check_and_joins_their_hints(
 def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path, cpu_tiny: Path) -> None:
     # this machine runs cpu-tiny (the integration tests serve it): every item passes
     items = preflight(load_recipe(cpu_tiny))
-    assert [(c.name, c.ok) for c in items] == [("cpu-isa", True), ("memory", True), ("disk", True)]
+    assert [(c.name, c.ok) for c in items] == [
+        ("engine python", True), ("cpu-isa", True), ("memory", True), ("disk", True)
+    ]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from kit.cli import main
 from kit.errors import BadInputError, EnvironmentProblem
 from kit.model.hub import hub_cache_dir
 from kit.preflight import Card, checks, gpu_checks, preflight, table
+from kit.preflight.docker import container_checks
 from kit.preflight.gpu import GIB, estimate, visible_cards
 from kit.recipe import load_recipe
 
@@ -61,7 +62,8 @@ def test_the_seed_lists_every_missing_pin_and_the_gpus_in_one_run(repo_root: Pat
     assert res.exit_code == 2, res.output  # the recipe is at fault (and the machine too)
     failed = [line.split()[1] for line in res.stdout.splitlines() if line.startswith("FAILED")]
     cards, _ = visible_cards()
-    expected = ["pin", "pin", "pin"] + ([] if len(cards) >= 2 else ["gpus"])
+    engine = [c.name.split()[0] for c in container_checks(gpu=True) if not c.ok]
+    expected = ["pin", "pin", "pin", *engine] + ([] if len(cards) >= 2 else ["gpus"])
     assert failed == expected
     for needle in (
         "model.revision: Qwen/Qwen3.8-27B is not pinned to a revision",
@@ -154,7 +156,7 @@ def test_the_h200_recipes_fit_an_h200(repo_root: Path, every_recipe: Path) -> No
 
 def test_checks_are_pins_then_resources(repo_root: Path) -> None:
     names = [c.name for c in checks(load_recipe(repo_root / "recipes" / "cpu-tiny.yaml"))]
-    assert names == ["cpu-isa", "memory", "disk"]
+    assert names == ["engine python", "cpu-isa", "memory", "disk"]
 
 
 def test_a_rig_can_be_assumed_from_the_command_line(repo_root: Path) -> None:
