@@ -47,9 +47,10 @@ def display_path(path: Path) -> str:
         for prefix, root in roots:
             for base in dict.fromkeys((Path(os.path.abspath(root)), root.resolve())):
                 try:
-                    return prefix + str(candidate.relative_to(base))
+                    rel = str(candidate.relative_to(base))
                 except ValueError:
                     continue
+                return prefix.rstrip("/") if rel == "." else prefix + rel
     parts = Path(os.path.abspath(path)).parts[1:]
     return ELSEWHERE + "/".join(parts[-2:])
 

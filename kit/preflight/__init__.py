@@ -85,7 +85,8 @@ def gpu_checks(
             Check(
                 "gpu memory",
                 True,
-                "not estimated: the model's config.json is not on this machine yet",
+                "not estimated: the model's config.json is not in kit's cache, and the hub "
+                "did not give it (offline, or a revision not pinned)",
             )
         )
         return out

@@ -73,7 +73,7 @@ def _listing(repo_id: str, revision: str, endpoint: str) -> dict[str, int] | str
         )
     except Exception as exc:  # unreachable, gated, unknown: the check says so, nothing fails here
         log.debug("preflight: hub metadata of %s failed", repo_id, exc_info=True)
-        return f"the hub did not answer for {repo_id} ({type(exc).__name__})"
+        return f"the hub did not answer: {type(exc).__name__}"
     return {s.rfilename: int(s.size or 0) for s in info.siblings or []}
 
 
