@@ -9,7 +9,7 @@
 #      `make reproduce` (the CPU recipe, natively: no Docker inside), then `make verify` of the
 #      report it wrote. Everything is downloaded from the package registries; only this
 #      machine's CA bundle and pip's package locations go in (see below).
-# The log is build/fresh-host/reproduce.log; the report is copied to build/fresh-host/.
+# The log is build/fresh-host/reproduce.log; reports/ (report, server log) is copied beside it.
 # Not part of `make test`: it downloads and builds everything from nothing (~15-25 min).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -84,6 +84,7 @@ docker run --rm --network host "${tls[@]}" "${pkg[@]}" -v "$PWD:/origin:ro" -v "
   echo "python3 $(python3 -V 2>&1 | cut -d" " -f2): no ensurepip, no pip"
   git config --global --add safe.directory "*"
   git clone -q /origin /home/kit && cd /home/kit
+  trap "rm -rf /out/reports; cp -r reports /out/ 2>/dev/null || true" EXIT  # logs, pass or fail
   # the README first lines, as a user types them
   make reproduce
   report=$(ls -t reports/*/report.json | head -1)
