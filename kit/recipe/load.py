@@ -283,3 +283,17 @@ def load_recipe(
         lock_file=lock_file if lock is not None else None,
         locked=[pin.field for pin in lock.pins] if lock is not None else [],
     )
+
+
+def load_embedded(
+    data: dict[str, Any], label: str, path: Path, overrides: list[str] | tuple[str, ...] = ()
+) -> LoadedRecipe:
+    """A recipe as a report embeds it (resolved: no ``extends``, its pins in place), with
+    ``--set`` overrides applied; ``path`` names it (relative paths resolve beside it)."""
+    data = upgrade(copy.deepcopy(data), UPGRADES)
+    for item in overrides:
+        parts, value = parse_override(item)
+        _apply_override(data, parts, value)
+    return LoadedRecipe(
+        recipe=validate_data(data, label), path=path, chain=[], overrides=list(overrides)
+    )

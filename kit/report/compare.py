@@ -19,10 +19,12 @@ import math
 from pydantic import Field
 
 from kit.base import FrozenModel
+from kit.errors import VerificationFailed
 from kit.metrics import Stats
 from kit.probe import Unavailable
 from kit.report.comparability import Difference, comparability, refuse_or_keep
 from kit.report.schema import Report
+from kit.report.verdict import Reproduction
 
 
 class MetricDelta(FrozenModel):
@@ -49,6 +51,11 @@ class Comparison(FrozenModel):
     differences: list[Difference] = Field(description="Every aspect that differs.")
     warnings: list[str] = Field(description="What a reader must keep in mind.")
     metrics: list[MetricDelta] = Field(description="Figures, per prompt, depth and GPU.")
+    verdict: Reproduction | None = Field(
+        None,
+        description="B as a re-run of A: REPRODUCED, DIFFERENT or NOT COMPARABLE "
+        "(kit.report.reproduction); None against a published reference.",
+    )
 
     def render(self) -> str:
         """The comparison as text (:func:`kit.report.show.comparison_text`)."""
@@ -163,8 +170,14 @@ def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:
     """B against A. Refuses (``VerificationFailed``) when model, quantization or protocol
     differ, unless ``force``; hardware, engine, kernel, serving and patch differences are
     warnings."""
+    from kit.report.reproduction import judge
+
     diffs = comparability(a, b)
-    refuse_or_keep(diffs, force, "the reports")
+    verdict = judge(a, b)
+    try:
+        refuse_or_keep(diffs, force, "the reports")
+    except VerificationFailed as exc:
+        raise VerificationFailed(f"verdict: NOT COMPARABLE: {exc.message}", hint=exc.hint) from None
     metrics, notes = _report_metrics(a, b)
     warnings = list(notes)
     for side, r in (("A", a), ("B", b)):
@@ -180,4 +193,5 @@ def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:
         differences=diffs,
         warnings=warnings,
         metrics=metrics,
+        verdict=verdict,
     )

@@ -21,6 +21,7 @@ from kit.probe import GpuSampling, HostLoad, HostProbe
 from kit.quantize import QuantManifest
 from kit.recipe.lock import PinRecord
 from kit.report.validity import Validity
+from kit.report.verdict import Reproduction
 from kit.roofline import Roofline
 from kit.vllm_bench import VllmBench
 
@@ -140,6 +141,11 @@ class Report(KitModel):
         "with kit's decode TPS and TTFT beside its comparable figures and the deltas.",
     )
     validity: Validity = Field(description="Whether the run is fit to quote, and why not.")
+    reproduction: Reproduction | None = Field(
+        None,
+        description="A re-run of a shared report (`kit reproduce REPORT.json`): the original, "
+        "by run id and file digest, and the verdict on this run against it.",
+    )
     notes: list[str] = Field(default_factory=list, description="Things a reader should know.")
 
 

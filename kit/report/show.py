@@ -319,6 +319,8 @@ def comparison_text(c: Comparison, untrusted: frozenset[str] = frozenset()) -> s
         )
     lines.append("")
     lines.append("delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds")
+    if c.verdict is not None:
+        lines += ["", "B as a re-run of A (kit.report.reproduction):", c.verdict.text()]
     return "\n".join(lines)
 
 

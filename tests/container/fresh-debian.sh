@@ -78,7 +78,8 @@ commit=$(git rev-parse HEAD)
 say "make reproduce in $tag, from a clone of $commit"
 started=$(date +%s)
 set +e
-docker run --rm --network host "${tls[@]}" "${pkg[@]}" -v "$PWD:/origin:ro" -v "$PWD/$out:/out" "$tag" bash -euo pipefail -c '
+# --shm-size: a host's /dev/shm, not a container's 64 MiB (kit's preflight refuses that)
+docker run --rm --network host --shm-size=2g "${tls[@]}" "${pkg[@]}" -v "$PWD:/origin:ro" -v "$PWD/$out:/out" "$tag" bash -euo pipefail -c '
   python3 -c "import ensurepip" 2>/dev/null && { echo "ensurepip is there" >&2; exit 1; }
   python3 -m pip --version 2>/dev/null && { echo "pip is there" >&2; exit 1; }
   echo "python3 $(python3 -V 2>&1 | cut -d" " -f2): no ensurepip, no pip"

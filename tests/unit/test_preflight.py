@@ -287,7 +287,8 @@ def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path, cpu_tiny
     # this machine runs cpu-tiny (the integration tests serve it): every item passes
     items = preflight(load_recipe(cpu_tiny))
     assert [(c.name, c.ok) for c in items] == [
-        ("engine python", True), ("cpu-isa", True), ("memory", True), ("disk", True)
+        ("engine python", True), ("shm", True), ("cpu-isa", True), ("memory", True),
+        ("disk", True),
     ]  # fmt: skip
 
 

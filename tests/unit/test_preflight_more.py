@@ -111,6 +111,7 @@ def test_a_gpu_recipe_preflight_table_has_every_item(repo_root: Path, hub: Hub) 
         "pin speculative.draft",
         "pin calibration",
         "engine python",
+        "shm",
         "gpus",
         "gpu memory",
         "disk",
@@ -219,3 +220,14 @@ def test_engine_python_that_is_missing_or_lacks_the_engine(
     assert not engine_python_check(recipe).ok
     monkeypatch.delenv("KIT_ENGINE_PYTHON")
     assert engine_python_check(recipe).detail.startswith("managed: vllm 0.28.0 ")
+
+
+def test_a_containers_dev_shm_is_refused_with_the_fix() -> None:
+    from kit.preflight.cpu import shm_check, shm_free_mib
+
+    here = shm_free_mib()
+    assert here is None or here > 0
+    item = shm_check(64.0)  # docker's default --shm-size
+    assert not item.ok and item.detail.startswith("64 MiB free in /dev/shm, about 256 MiB needed")
+    assert "--shm-size=1g" in item.hint
+    assert shm_check(None).ok and shm_check(2048.0).ok

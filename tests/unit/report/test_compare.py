@@ -157,9 +157,12 @@ def test_render_lists_every_metric(a: Report, b: Report) -> None:
     text = compare_reports(a, b).render()
     assert text.splitlines()[0] == f"A: {a.run_id} (cpu-tiny, {a.created_at})"
     assert "narrative decode TPS (tok/s)" in text and "acceptance rate (%)" in text
-    assert text.splitlines()[-1] == (
-        "delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds"
-    )
+    lines = text.splitlines()
+    assert "delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds" in lines
+    # then the verdict on B as a re-run of A, each headline figure with its band
+    at = lines.index("B as a re-run of A (kit.report.reproduction):")
+    assert lines[at + 1].startswith("verdict: ")
+    assert any(line.startswith("  narrative decode TPS: ") and "band ±" in line for line in lines)
 
 
 def test_untrusted_sides_are_labelled_on_every_figure_line(a: Report, b: Report) -> None:
@@ -190,7 +193,7 @@ def test_different_model_is_refused_with_the_exact_message(a: Report, b: Report)
     with pytest.raises(VerificationFailed) as info:
         compare_reports(a, other)
     assert info.value.message == (
-        "the reports are not comparable: model differs\n"
+        "verdict: NOT COMPARABLE: the reports are not comparable: model differs\n"
         f"model: synthetic Qwen3 (2L, h256, seed 0) [{a.model.identity[:12]}] vs "
         "synthetic Qwen3 (2L, h256, seed 1) [ffffffffffff]"
     )
@@ -207,7 +210,7 @@ def test_different_quantization_is_refused(a: Report, b: Report) -> None:
     with pytest.raises(VerificationFailed) as info:
         compare_reports(a, other)
     assert info.value.message == (
-        "the reports are not comparable: quantization differs\n"
+        "verdict: NOT COMPARABLE: the reports are not comparable: quantization differs\n"
         "quantization: quantization.bits 4 vs 8; inputs.parameters.bits 4 vs 8"
     )
 
@@ -224,7 +227,7 @@ def test_different_protocol_and_model_are_refused_together(a: Report, b: Report)
         compare_reports(a, other)
     assert a.model is not None
     assert info.value.message == (
-        "the reports are not comparable: model, protocol differ\n"
+        "verdict: NOT COMPARABLE: the reports are not comparable: model, protocol differ\n"
         f"model: synthetic Qwen3 (2L, h256, seed 0) [{a.model.identity[:12]}] vs "
         "synthetic Qwen3 (2L, h256, seed 7) [no manifest]\n"
         "protocol: bench.prompts[0].max_tokens 256 vs 1000; bench.runs 5 vs 3"

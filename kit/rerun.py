@@ -1,0 +1,123 @@
+"""Re-running a shared report: ``kit reproduce REPORT.json``.
+
+1. The report is read as every reader reads it (:func:`kit.report.files.read_report`): a bad
+   signature or a tampered file stops here (exit 1); so does a signer that is neither given
+   (``--key``) nor trusted, unless ``--allow-untrusted``.
+2. Its embedded recipe, with the pins it ran with (hub revisions, image digest, engine
+   version), is the recipe of the re-run; ``--set`` still applies and makes the run a
+   *variation*.
+3. Its patch series must be this checkout's, patch for patch and byte for byte: a re-run on
+   other patches would measure something else (exit 3, naming the patches that differ).
+4. After the run, the verdict on it against the original (:mod:`kit.report.reproduction`) goes
+   into the new report, which is written again and signed with the run's key; it names the
+   original by run id and by the sha256 of the file's bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+from kit.errors import EnvironmentProblem
+from kit.recipe import LoadedRecipe, load_embedded
+from kit.report.files import read_report, write_report
+from kit.report.reproduction import judge
+from kit.report.schema import Report
+from kit.signing import SignatureCheck
+
+log = logging.getLogger(__name__)
+
+
+def is_report_file(path: str | Path) -> bool:
+    """Whether the argument names a report rather than a recipe (a JSON file)."""
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        return True
+    try:
+        with p.open("rb") as fh:
+            return fh.read(1) == b"{"
+    except OSError:
+        return False
+
+
+def read_shared(
+    path: Path,
+    public_key: object | None,
+    *,
+    allow_untrusted: bool = False,
+) -> tuple[Report, SignatureCheck, str]:
+    """The shared report, checked; its signature check; the sha256 of its bytes."""
+    from kit.signing import TrustStore
+
+    data = path.read_bytes()
+    report, check = read_report(
+        path,
+        public_key,  # type: ignore[arg-type]
+        trust=None if public_key is not None else TrustStore.default(),
+        allow_untrusted=allow_untrusted,
+    )
+    return report, check, hashlib.sha256(data).hexdigest()
+
+
+def recipe_of(report: Report, path: Path, overrides: list[str] | tuple[str, ...]) -> LoadedRecipe:
+    """The report's embedded recipe, as the re-run's (named after the report's recipe file,
+    beside the report)."""
+    name = report.recipe_file or f"{report.recipe_name}.yaml"
+    return load_embedded(report.recipe, f"{path}: recipe", path.parent / name, overrides)
+
+
+def check_series(report: Report, loaded: LoadedRecipe) -> None:
+    """The report's patch series against this checkout's; raises EnvironmentProblem when a
+    patch differs, is missing, or is extra."""
+    from kit.patches import series_named
+
+    name = loaded.recipe.server.patches
+    shipped = report.patches
+    if name is None:
+        return
+    if shipped is None:
+        log.warning(
+            "reproduce: the report records no patch manifest for series %s; the checkout's is used",
+            name,
+        )
+        return
+    series = series_named(name)
+    here = {p.meta.file: p.sha256 for p in series.patches}
+    there = {p.file: p.sha256 for p in shipped.patches}
+    problems = []
+    for file in dict.fromkeys([*there, *here]):
+        if file not in here:
+            problems.append(f"{file}: in the report's series, not in this checkout's")
+        elif file not in there:
+            problems.append(f"{file}: in this checkout's series, not in the report's")
+        elif here[file] != there[file]:
+            problems.append(
+                f"{file}: sha256 {there[file][:12]} in the report, {here[file][:12]} here"
+            )
+    if shipped.series != series.name:
+        problems.insert(0, f"series {shipped.series} in the report, {series.name} here")
+    if problems:
+        raise EnvironmentProblem(
+            f"the report's patch series is not this checkout's ({name}):\n"
+            + "\n".join(f"  {p}" for p in problems),
+            hint=f"check out the kit that wrote the report (kit {report.kit_version}), or "
+            "re-run the recipe itself (kit reproduce RECIPE.yaml) to measure these patches",
+        )
+
+
+def attach_verdict(
+    new: Report,
+    where: Path,
+    original: Report,
+    original_sha256: str,
+    overrides: list[str] | tuple[str, ...],
+    private_key: object | None,
+) -> Report:
+    """The verdict into the new report, which is written again (signed with ``private_key``)."""
+    verdict = judge(original, new, original_sha256=original_sha256, overrides=overrides)
+    kind = "a variation of" if overrides else "a re-run of"
+    note = f"{kind} report {original.run_id} (sha256 {original_sha256[:12]}): {verdict.summary}"
+    updated = new.model_copy(update={"reproduction": verdict, "notes": [*new.notes, note]})
+    write_report(updated, where.parent, private_key)  # type: ignore[arg-type]
+    return updated

@@ -1,0 +1,98 @@
+"""`kit reproduce REPORT.json` for real on the CPU recipe: a signed run, then a re-run of the
+report it wrote, which ends with a verdict (REPRODUCED, or DIFFERENT with its causes) signed
+into the new report and linked to the original by the sha256 of its bytes. (The refusals
+before any work are unit tests: tests/unit/test_rerun.py.)"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.build import Built
+from kit.engine import EngineEnv
+from kit.report.files import read_report
+from kit.signing import KeyPair, generate_keypair, load_public_key
+
+pytestmark = pytest.mark.integration
+
+SMALL = [
+    "bench.warmups=1",
+    "bench.runs=2",
+    "bench.prompts.0.max_tokens=32",
+    "bench.prompts.1.max_tokens=32",
+    "bench.prefill=null",
+    "bench.vllm_bench=null",
+]
+
+
+def kit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kit.cli", *args], capture_output=True, text=True, cwd=cwd,
+        check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
+    return generate_keypair(tmp_path_factory.mktemp("keys"), "rerun-test")
+
+
+@pytest.fixture(scope="module")
+def original(
+    built: Built, engine_env: EngineEnv, repo_root: Path, keys: KeyPair,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:  # fmt: skip
+    out = tmp_path_factory.mktemp("original")
+    sets = [a for s in SMALL for a in ("--set", s)]
+    proc = kit(
+        "reproduce", "recipes/cpu-tiny.yaml", *sets, "--key", str(keys.private_key), "-o",
+        str(out), cwd=repo_root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Path(proc.stdout.strip())
+
+
+def payload(path: Path) -> dict:  # type: ignore[type-arg]
+    envelope = json.loads(path.read_bytes())
+    return json.loads(base64.b64decode(envelope["payload"]))  # type: ignore[no-any-return]
+
+
+def test_rerun_of_a_report_ends_with_a_signed_verdict_linked_to_it(
+    original: Path, repo_root: Path, keys: KeyPair, tmp_path: Path
+) -> None:
+    proc = kit(
+        "reproduce", str(original), "--report-key", str(keys.public_key), "--key",
+        str(keys.private_key), "-o", str(tmp_path), cwd=repo_root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    new_path = Path(proc.stdout.strip())
+    report, check = read_report(new_path, load_public_key(keys.public_key))
+    assert check.valid  # the verdict is inside what the signature covers
+    first = payload(original)
+    verdict = report.reproduction
+    assert verdict is not None
+    assert verdict.original_run_id == first["run_id"]
+    assert verdict.original_sha256 == hashlib.sha256(original.read_bytes()).hexdigest()
+    assert not verdict.variation and verdict.overrides == []
+    assert verdict.verdict in ("REPRODUCED", "DIFFERENT"), verdict.text()
+    if verdict.verdict == "DIFFERENT":
+        assert verdict.differing and verdict.causes, verdict.text()
+    # every headline figure with its band: both prompts (prefill is off in this run)
+    assert [f.metric for f in verdict.figures] == ["narrative decode TPS", "code decode TPS"]
+    assert all(f.band_pct >= 3.0 for f in verdict.figures)
+    # the same recipe and pins as the original: only the run differs
+    assert report.recipe == first["recipe"] and report.recipe_sha256 == first["recipe_sha256"]
+    assert f"verdict: {verdict.summary}" in proc.stderr
+    # kit report compare gives the same verdict for the two files
+    cmp = kit(
+        "report", "compare", str(original), str(new_path), "--key", str(keys.public_key),
+        "--json", cwd=repo_root,
+    )  # fmt: skip
+    assert cmp.returncode == 0, cmp.stderr
+    assert json.loads(cmp.stdout)["verdict"]["verdict"] == verdict.verdict
