@@ -98,6 +98,7 @@ def cache_key(
 ) -> tuple[str, dict[str, Any]]:
     params = q.model_dump(mode="json")
     params.pop("calibration")
+    params.pop("placement")  # where it tunes, not what it makes
     inputs = {
         "model_identity": model.identity,
         "parameters": params,
@@ -204,6 +205,25 @@ def quantize(
     return root / "model", manifest
 
 
+def placement_kwargs(placement: dict[str, Any] | None, device: str) -> dict[str, Any]:
+    """AutoRound's placement arguments for the recipe's ``quantization.placement`` (none: one
+    card, block inputs on it, no torch.compile, finished blocks on disk)."""
+    p = placement or {}
+    cards = p.get("device_map", 0)
+    if device == "cpu":
+        device_map: Any = "cpu"
+    elif isinstance(cards, list):
+        device_map = ",".join(str(c) for c in cards)  # AutoRound takes "0,1"
+    else:
+        device_map = cards
+    return {
+        "device_map": device_map,
+        "low_gpu_mem_usage": bool(p.get("low_gpu_mem_usage", False)),
+        "enable_torch_compile": bool(p.get("enable_torch_compile", False)),
+        "low_cpu_mem_usage": bool(p.get("low_cpu_mem_usage", True)),
+    }
+
+
 def _run_job(job_path: str) -> None:
     """Child-process entry: run AutoRound on one job and print the output folder as JSON."""
     import torch
@@ -227,8 +247,7 @@ def _run_job(job_path: str) -> None:
         batch_size=p["batch_size"],
         dataset=job["dataset"],
         seed=p["seed"],
-        enable_torch_compile=False,
-        device_map="cpu" if device == "cpu" else 0,
+        **placement_kwargs(p.get("placement"), device),
     )
     if p["disable_opt_rtn"]:
         kwargs["disable_opt_rtn"] = True

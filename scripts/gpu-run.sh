@@ -8,6 +8,8 @@
 #   scripts/gpu-run.sh install-vllm            # $STAGE -> $SITE (needs every part staged)
 #   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
 #   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS]   # report, logs, vLLM results -> $OUT/TAG
+#                                      (RECIPE may be a report.json; KIT_EXTRA: more kit options)
+#   scripts/gpu-run.sh autoround-24gb TAG   # bench/autoround-24gb.py -> $OUT/TAG
 #
 # Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
 # KIT_SIGNING_KEY_FILE (.gpu/keys/example.key).
@@ -51,7 +53,7 @@ case "${1:?stage}" in
     # SIGTERM at the limit unwinds kit like Ctrl-C: the server is torn down and a partial
     # report marked incomplete is written
     timeout --kill-after=30 "$LIMIT" python3 -c 'import sys; from kit.cli import main; sys.argv[0] = "kit"; main()' \
-      reproduce "$RECIPE" --engine-python python3 --key "$KEY" -o /root/reports \
+      reproduce "$RECIPE" --engine-python python3 --key "$KEY" -o /root/reports ${KIT_EXTRA:-} \
       2> >(tee "$OUT/$TAG/kit.log" >&2)
     rc=$?
     run=$(ls -td /root/reports/*/ 2>/dev/null | head -1)
@@ -61,6 +63,12 @@ case "${1:?stage}" in
       done
     fi
     echo "reproduce $TAG: exit $rc ($run)"
+    ;;
+  autoround-24gb)
+    TAG=${2:?autoround-24gb TAG}; mkdir -p "$OUT/$TAG"
+    timeout --kill-after=20 "${3:-560}" python3 "$ROOT/bench/autoround-24gb.py" \
+      --out "$OUT/$TAG/autoround-24gb.json" 2> "$OUT/$TAG/autoround.log"
+    echo "autoround-24gb $TAG: exit $?"; cat "$OUT/$TAG/autoround-24gb.json" 2>/dev/null
     ;;
   *)
     echo "unknown stage $1" >&2; exit 2

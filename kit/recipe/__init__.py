@@ -37,6 +37,7 @@ from kit.recipe.serving import (
     VllmBenchSettings,
 )
 from kit.recipe.sources import (
+    AutoRoundPlacement,
     AutoRoundQuantization,
     Calibration,
     DraftSource,
@@ -61,6 +62,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "UPGRADES",
     "AcceptanceFigures",
+    "AutoRoundPlacement",
     "AutoRoundQuantization",
     "Bench",
     "Calibration",

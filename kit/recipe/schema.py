@@ -152,8 +152,14 @@ class Recipe(RecipeModel):
         return not departures(self.bench)
 
     def to_json_dict(self) -> dict[str, Any]:
-        # a recipe without a rig dumps as it did before the field existed: same sha256
-        return self.model_dump(mode="json", exclude={"rig"} if self.rig is None else None)
+        # a recipe without a rig or an AutoRound placement dumps as it did before those fields
+        # existed: the same sha256, and comparable with the reports written then
+        exclude: dict[str, Any] = {}
+        if self.rig is None:
+            exclude["rig"] = True
+        if getattr(self.quantization, "placement", "absent") is None:
+            exclude["quantization"] = {"placement"}
+        return self.model_dump(mode="json", exclude=exclude or None)
 
     def sha256(self) -> str:
         return recipe_sha256(self.to_json_dict())

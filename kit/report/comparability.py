@@ -25,6 +25,8 @@ Aspect = Literal[
 REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol")
 
 _PROTOCOL_IGNORED = frozenset({"request_timeout_s", "stall_timeout_s"})
+# where AutoRound tuned (cards, memory trade-offs), not what it made
+_QUANT_IGNORED = frozenset({"placement"})
 
 SERVING_IGNORED = frozenset({"engine", "patches", "health_timeout_s", "served_model_name"})
 
@@ -106,7 +108,9 @@ def recipe_diff(aspect: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         if qa.get("method") != qb.get("method"):
             return [f"{quant_name(a)} vs {quant_name(b)}"]
     section = {"model": "model", "quantization": "quantization", "protocol": "bench"}[aspect]
-    ignore = _PROTOCOL_IGNORED if aspect == "protocol" else frozenset()
+    ignore = {"protocol": _PROTOCOL_IGNORED, "quantization": _QUANT_IGNORED}.get(
+        aspect, frozenset()
+    )
     return section_diff(a.get(section), b.get(section), section, ignore)
 
 
