@@ -61,3 +61,25 @@ def test_tampered_example_fails(reports: list[Path]) -> None:
     tampered = raw.replace(encoded.encode(), forged)
     with pytest.raises(VerificationFailed):
         read_payload(tampered, load_public_key(key))
+
+
+def test_the_h200_rerun_links_to_its_original_and_its_verdict_recomputes(repo_root: Path) -> None:
+    import hashlib
+
+    from kit.report.files import read_report
+    from kit.report.reproduction import judge
+    from kit.signing import load_public_key
+
+    examples = repo_root / "examples"
+    key = load_public_key(examples / "keys" / "h200-2026-12.pub")
+    original_path = examples / "reports" / "h200-tp1-resolve.report.json"
+    original, _ = read_report(original_path, key)
+    rerun, _ = read_report(examples / "reports" / "h200-tp1-rerun.report.json", key)
+    stored = rerun.reproduction
+    assert stored is not None and stored.original_run_id == original.run_id
+    assert stored.original_sha256 == hashlib.sha256(original_path.read_bytes()).hexdigest()
+    again = judge(original, rerun, original_sha256=stored.original_sha256)
+    assert again == stored
+    assert stored.verdict == "DIFFERENT" and [f.metric for f in stored.figures if not f.within] == [
+        "prefill 10000"
+    ]
