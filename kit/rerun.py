@@ -46,6 +46,7 @@ def read_shared(
     public_key: object | None,
     *,
     allow_untrusted: bool = False,
+    allow_unsigned: bool = False,
 ) -> tuple[Report, SignatureCheck, str]:
     """The shared report, checked; its signature check; the sha256 of its bytes."""
     from kit.signing import TrustStore
@@ -56,6 +57,7 @@ def read_shared(
         public_key,  # type: ignore[arg-type]
         trust=None if public_key is not None else TrustStore.default(),
         allow_untrusted=allow_untrusted,
+        allow_unsigned=allow_unsigned,
     )
     return report, check, hashlib.sha256(data).hexdigest()
 

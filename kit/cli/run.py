@@ -203,6 +203,12 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | No
     help="REPORT.json: re-run a report whose signer is neither given nor trusted (its "
     "signature then proves nothing; a tampered report cannot be told apart).",
 )
+@click.option(
+    "--allow-unsigned",
+    is_flag=True,
+    help="REPORT.json: re-run an unsigned report (nothing then shows who wrote it or that it "
+    "is unaltered).",
+)
 def reproduce(
     path: str,
     overrides: tuple[str, ...],
@@ -215,6 +221,7 @@ def reproduce(
     resolve: bool,
     report_key: str | None,
     allow_untrusted: bool,
+    allow_unsigned: bool,
 ) -> None:
     """All stages: build, serve, bench, report (signed when a key is available). The
     recipe's lock file applies where there is one (`kit lock`); --resolve writes it first.
@@ -250,9 +257,16 @@ def reproduce(
                 hint=f"kit reproduce {path} (without --resolve)",
             )
         pub = load_public_key(Path(report_key)) if report_key else None
-        original, check, digest = read_shared(Path(path), pub, allow_untrusted=allow_untrusted)
-        if check.untrusted:
-            log.warning("reproduce: %s is UNTRUSTED: %s", path, check.reason)
+        original, check, digest = read_shared(
+            Path(path), pub, allow_untrusted=allow_untrusted, allow_unsigned=allow_unsigned
+        )
+        if check.untrusted or not check.signed:
+            log.warning(
+                "reproduce: %s is %s: %s",
+                path,
+                "UNTRUSTED" if check.signed else "UNSIGNED",
+                check.reason,
+            )
         loaded = recipe_of(original, Path(path), overrides)
         check_series(original, loaded)
         log.info(
@@ -262,11 +276,12 @@ def reproduce(
             original.recipe_name,
             digest[:12],
         )
-    elif report_key or allow_untrusted:
+    elif report_key or allow_untrusted or allow_unsigned:
         from kit.errors import BadInputError
 
         raise BadInputError(
-            "--report-key and --allow-untrusted are for kit reproduce REPORT.json",
+            "--report-key, --allow-untrusted and --allow-unsigned are for kit reproduce "
+            "REPORT.json",
             hint="name a report file, or drop them",
         )
     if original is None:

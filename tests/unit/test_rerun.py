@@ -121,4 +121,12 @@ def test_options_that_belong_to_the_other_kind_of_argument(
     recipe = str(repo_root / "recipes" / "cpu-tiny.yaml")
     code, err = run(recipe, "--allow-untrusted", "-o", str(tmp_path / "o"))
     assert code == 2 and "are for kit reproduce REPORT.json" in err
+    code, err = run(recipe, "--allow-unsigned", "-o", str(tmp_path / "o"))
+    assert code == 2 and "are for kit reproduce" in err
     assert is_report_file(signed) and not is_report_file(recipe)
+
+
+def test_an_unsigned_report_needs_allow_unsigned(repo_root: Path, tmp_path: Path) -> None:
+    unsigned = repo_root / "tests/fixtures/reports/cpu-tiny-a.json"
+    code, err = run(str(unsigned), "-o", str(tmp_path / "o"))
+    assert code == 1 and "the report is unsigned" in err and "--allow-unsigned" in err
