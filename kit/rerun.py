@@ -108,6 +108,34 @@ def check_series(report: Report, loaded: LoadedRecipe) -> None:
         )
 
 
+def prepare_rerun(
+    path: Path,
+    overrides: list[str] | tuple[str, ...],
+    *,
+    report_key: Path | None = None,
+    allow_untrusted: bool = False,
+    allow_unsigned: bool = False,
+) -> tuple[Report, str, LoadedRecipe]:
+    """Steps 1-3 for the report at ``path``: the report, the sha256 of its file, and the recipe
+    to run; raises before any work on a report that cannot be re-run here."""
+    from kit.signing import load_public_key
+
+    pub = load_public_key(report_key) if report_key else None
+    original, check, digest = read_shared(
+        path, pub, allow_untrusted=allow_untrusted, allow_unsigned=allow_unsigned
+    )
+    if check.untrusted or not check.signed:
+        state = "UNTRUSTED" if check.signed else "UNSIGNED"
+        log.warning("reproduce: %s is %s: %s", path, state, check.reason)
+    loaded = recipe_of(original, path, overrides)
+    check_series(original, loaded)
+    kind = "a variation" if overrides else "a re-run"
+    log.info(
+        "reproduce: %s of %s (%s, %s)", kind, original.run_id, original.recipe_name, digest[:12]
+    )
+    return original, digest, loaded
+
+
 def attach_verdict(
     new: Report,
     where: Path,

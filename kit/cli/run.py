@@ -248,33 +248,19 @@ def reproduce(
     original = None
     if is_report_file(path):
         from kit.errors import BadInputError
-        from kit.rerun import check_series, read_shared, recipe_of
-        from kit.signing import load_public_key
+        from kit.rerun import prepare_rerun
 
         if resolve:
             raise BadInputError(
                 "--resolve is for a recipe: a report carries the pins it ran with",
                 hint=f"kit reproduce {path} (without --resolve)",
             )
-        pub = load_public_key(Path(report_key)) if report_key else None
-        original, check, digest = read_shared(
-            Path(path), pub, allow_untrusted=allow_untrusted, allow_unsigned=allow_unsigned
-        )
-        if check.untrusted or not check.signed:
-            log.warning(
-                "reproduce: %s is %s: %s",
-                path,
-                "UNTRUSTED" if check.signed else "UNSIGNED",
-                check.reason,
-            )
-        loaded = recipe_of(original, Path(path), overrides)
-        check_series(original, loaded)
-        log.info(
-            "reproduce: %s of %s (%s, %s)",
-            "a variation" if overrides else "a re-run",
-            original.run_id,
-            original.recipe_name,
-            digest[:12],
+        original, digest, loaded = prepare_rerun(
+            Path(path),
+            overrides,
+            report_key=Path(report_key) if report_key else None,
+            allow_untrusted=allow_untrusted,
+            allow_unsigned=allow_unsigned,
         )
     elif report_key or allow_untrusted or allow_unsigned:
         from kit.errors import BadInputError

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from pathlib import Path
 
 from kit import patches
@@ -139,10 +138,9 @@ def disk_check(recipe: Recipe, home: Path, engine_installed: bool) -> Check:
     need = _model_gib(recipe) * 2 + BUILD_SCRATCH_GIB
     if not engine_installed:
         need += ENGINE_VENV_GIB
-    probe = home
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    free = shutil.disk_usage(probe).free / GIB
+    from kit.preflight.disk import free_gib
+
+    free = free_gib(home)
     return Check(
         "disk",
         free >= need,

@@ -28,6 +28,7 @@ SCRATCH_GIB = 1.0
 
 
 def free_gib(home: Path) -> float:
+    """Free GiB on the disk that holds ``home`` (or would: its nearest existing parent)."""
     probe = home
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

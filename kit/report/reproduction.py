@@ -43,27 +43,17 @@ def _figure(metric: str, a: Stats | None, b: Stats | None) -> FigureCheck | None
     floor = abs(a.mean) * FLOOR_PCT / 100
     runs = noise_band(a, b)
     band, source = (runs, "runs") if runs is not None and runs > floor else (floor, "floor")
-    if b is None or b.mean is None:
-        return FigureCheck(
-            metric=metric,
-            unit="tok/s",
-            original=a.mean,
-            new=None,
-            delta_pct=None,
-            band_pct=band / abs(a.mean) * 100,
-            band_from=source,
-            within=False,
-        )
-    d = b.mean - a.mean
+    new = b.mean if b is not None else None
+    delta = new - a.mean if new is not None else None
     return FigureCheck(
         metric=metric,
         unit="tok/s",
         original=a.mean,
-        new=b.mean,
-        delta_pct=d / a.mean * 100,
+        new=new,
+        delta_pct=delta / a.mean * 100 if delta is not None else None,
         band_pct=band / abs(a.mean) * 100,
         band_from=source,
-        within=abs(d) <= band,
+        within=delta is not None and abs(delta) <= band,
     )
 
 
