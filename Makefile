@@ -49,7 +49,7 @@ $(SIGNING_KEY): | $(VENV)/.kit-installed
 
 key: $(SIGNING_KEY) ## create the signing key used by make reproduce (once; kit's config dir)
 
-reproduce: venv $(SIGNING_KEY) $(if $(HAS_DOCKER),$(if $(HAS_GPU),,base-image)) ## build, serve, bench and signed report for RECIPE (in containers when Docker is there)
+reproduce: venv $(SIGNING_KEY) $(if $(HAS_DOCKER),$(if $(HAS_GPU),$(if $(filter pypi,$(ENGINE_FROM)),cuda-base-image),base-image)) ## build, serve, bench and signed report for RECIPE (in containers when Docker is there)
 ifeq ($(HAS_DOCKER),1)
 	@echo "kit: Docker engine found: running $(RECIPE) in containers (compose.yaml)"
 	$(KIT) reproduce --runtime compose $(RECIPE) -o $(REPORTS) $(KIT_ARGS)

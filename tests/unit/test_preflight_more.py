@@ -114,6 +114,7 @@ def test_a_gpu_recipe_preflight_table_has_every_item(repo_root: Path, hub: Hub) 
         "shm",
         "gpus",
         "gpu memory",
+        "autoround memory",
         "disk",
     ], table(items)
     assert all(c.ok for c in items), table(items)
