@@ -42,7 +42,11 @@ def _progress_line(status: Status, total: int) -> Callable[[RequestRecord], None
 
 def planned_requests(loaded: LoadedRecipe) -> int:
     b = loaded.recipe.bench
-    n = len(b.prompts) * (b.warmups + b.runs)
+    if b.load is not None:
+        levels = b.load.levels if b.load.pattern == "concurrency" else b.load.rates
+        n = len(levels) * (b.load.warmup_requests + b.load.requests)
+    else:
+        n = len(b.prompts) * (b.warmups + b.runs)
     if b.prefill:
         n += len(b.prefill.depths) * (b.prefill.runs + b.prefill.warmups)
     return n
@@ -68,6 +72,7 @@ def measure(
         max_model_len=max_len,
         alive=alive,
         on_request=_progress_line(status, planned_requests(loaded)),
+        recipe_dir=loaded.path.parent,
     )
     # "ours" for the host-load sampler: kit and its children (the native server's group)
     with GpuSampler(interval_s=sample_interval_s) as sampler, HostLoadSampler() as load:

@@ -19,7 +19,7 @@ from kit import engine as engine_mod
 from kit.bench import BenchResult
 from kit.build import build
 from kit.engine import EngineEnv
-from kit.errors import KitError
+from kit.errors import BadInputError, KitError
 from kit.measure import after_bench, measure, measured_bandwidth
 from kit.preflight import preflight
 from kit.probe import probe_host
@@ -97,6 +97,11 @@ def bench_target(
     url: str, loaded: LoadedRecipe, out_root: Path, private_key: Ed25519PrivateKey | None = None
 ) -> tuple[Report, Path]:
     """Bench an already running OpenAI server with the recipe's protocol."""
+    from kit.preflight.pins import dataset_checks
+
+    for check in dataset_checks(loaded):  # a wrong dataset file before any request
+        if not check.ok:
+            raise BadInputError(check.detail, hint=check.hint)
     run_id = new_run_id()
     report = new_report(loaded, run_id)
     ev = Evidence(

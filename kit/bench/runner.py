@@ -1,20 +1,33 @@
 """The protocol runner: every prompt of the recipe against one server, then the prefill probe.
 
 Per prompt: warm-ups (discarded), then measured requests, sequential, one stream at a time.
-/metrics is scraped around each measured window for speculative-decoding and server-side
-figures. An error or a dying server ends the bench early with the runs so far, marked
-incomplete.
+With a load pattern (``bench.load``), its points in place of the prompts
+(:mod:`kit.bench.load`). /metrics is scraped around each measured window for
+speculative-decoding and server-side figures. An error or a dying server ends the bench early
+with the runs so far, marked incomplete; under load, failed requests of a live server are the
+point's figures (completed < requests) and mark the run incomplete without ending it.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from kit.bench.load import (
+    LoadPoint,
+    Planned,
+    file_requests,
+    levels,
+    random_requests,
+    run_point,
+    summarize_point,
+)
 from kit.bench.stream import (
     BenchAborted,
     Phase,
@@ -39,6 +52,7 @@ from kit.metrics import (
     spec_decode_delta,
 )
 from kit.recipe import Bench
+from kit.recipe.traffic import FileDataset, RandomDataset, point_label
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +87,10 @@ class Bencher:
         max_model_len: int | None = None,
         alive: Callable[[], str] | None = None,
         on_request: Callable[[RequestRecord], None] | None = None,
+        recipe_dir: Path | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self.recipe_dir = recipe_dir  # where a dataset file's relative path starts
         self.bench = bench
         self.model = model
         self.max_model_len = max_model_len
@@ -135,9 +151,13 @@ class Bencher:
         prefill: list[PrefillResult] = []
         windows: list[SpecDecode] = []
         reason: str | None = None
+        points: list[LoadPoint] = []
         try:
             self._mark("idle")
-            for prompt in self.bench.prompts:
+            if self.bench.load is not None:
+                self._load_points(points)
+                windows += [pt.spec_decode for pt in points if pt.spec_decode is not None]
+            for prompt in self.bench.prompts if self.bench.load is None else []:
                 body = request_body(self.bench, self.model, prompt.text, prompt.max_tokens)
                 for i in range(self.bench.warmups):
                     self._one(body, prompt.name, "warmup", i)
@@ -172,7 +192,7 @@ class Bencher:
         finally:
             self.client.close()
         done = {s.prompt for s in summaries}
-        for prompt in self.bench.prompts:
+        for prompt in self.bench.prompts if self.bench.load is None else []:
             if prompt.name not in done and any(r.prompt == prompt.name for r in self.records):
                 summaries.append(summarize_prompt(prompt, self.records))
         return BenchResult(
@@ -191,7 +211,66 @@ class Bencher:
             prompts=summaries,
             prefill=prefill,
             spec_decode=add_spec(windows),
+            load_points=points,
         )
+
+    # -- load points -------------------------------------------------------------------------
+
+    def planned(self, count: int) -> list[Planned]:
+        """The requests of one point, from the recipe's dataset (default: its prompts)."""
+        ds = self.bench.dataset
+        if isinstance(ds, RandomDataset):
+            return random_requests(ds, count, self._count_tokens)
+        if isinstance(ds, FileDataset):
+            return file_requests(ds, self.recipe_dir)
+        return [Planned(p.text, p.max_tokens) for p in self.bench.prompts]
+
+    def _load_points(self, points: list[LoadPoint]) -> None:
+        load = self.bench.load
+        assert load is not None
+        planned = self.planned(load.warmup_requests + load.requests)
+        for n, level in enumerate(levels(self.bench)):
+            label = point_label(load, level)
+            salt, t0 = secrets.token_hex(4), time.perf_counter()
+            args = (self.url, self.bench, self.model, level, planned)
+            warm, _ = run_point(*args, "load_warmup", salt, t0, self.on_request)
+            self.records += warm
+            before = self.scrape()
+            self._mark("measure_start")
+            try:
+                records, cpu = run_point(*args, "load", salt, t0, self.on_request)
+            finally:
+                self._mark("measure_end")
+            after = self.scrape()
+            self.records += records
+            records = warm + records
+            point = summarize_point(label, load.pattern, level, self.records, self.bench.slo)
+            spec = spec_decode_delta(before, after) if before and after else None
+            server = server_window(before, after) if before and after else None
+            points.append(
+                point.model_copy(
+                    update={"spec_decode": spec, "server": server, "client_cpu_pct": cpu}
+                )
+            )
+            log.info(
+                "bench: %s: %d/%d completed, %.1f output tok/s, TTFT p50 %.0f ms",
+                label,
+                point.completed,
+                point.requests,
+                point.output_tps or 0.0,
+                point.ttft_ms.p50 or 0.0,
+            )
+            failed = [r for r in records if r.error is not None]
+            if failed:
+                dead = self.alive()
+                message = (
+                    f"{label}: {len(failed)} of {len(records)} requests failed: {failed[0].error}"
+                )
+                if dead:
+                    raise BenchAborted(f"{message} ({dead})")
+                self.soft_failures.append(message)
+            if load.cooldown_s and n + 1 < len(levels(self.bench)):
+                time.sleep(load.cooldown_s)
 
     def _count_tokens(self, text: str) -> int | None:
         """Prompt tokens for a chat message via vLLM's /tokenize; None when unsupported."""

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import httpx
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from kit.base import KitModel
 from kit.metrics import decode_tps, is_usable, wall_tps
@@ -31,14 +31,14 @@ from kit.recipe import Bench
 
 log = logging.getLogger(__name__)
 
-Phase = Literal["warmup", "measured", "prefill_warmup", "prefill"]
+Phase = Literal["warmup", "measured", "prefill_warmup", "prefill", "load_warmup", "load"]
 
 
 class RequestRecord(KitModel):
     """One request as it happened."""
 
     prompt: str = Field(description="Prompt name (or 'prefill-<depth>').")
-    phase: Phase = Field(description="warmup and prefill_warmup are discarded.")
+    phase: Phase = Field(description="warmup, prefill_warmup and load_warmup are discarded.")
     index: int = Field(description="Index within its prompt and phase.")
     max_tokens: int = Field(description="max_tokens sent.")
     started_at: str = Field(description="UTC time just before sending.")
@@ -55,6 +55,18 @@ class RequestRecord(KitModel):
     text: str = Field(description="Generated text.")
     salt: str | None = Field(None, description="Prefill probe salt.")
     error: str | None = Field(None, description="What went wrong, if anything.")
+    sent_s: float | None = Field(
+        None,
+        description="Load points only: the send time, seconds after the point's start "
+        "(a monotonic clock); the point's duration and throughput derive from it.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _sent_only_under_load(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if data.get("sent_s") is None:
+            data.pop("sent_s", None)  # sequential records are written as they always were
+        return data
 
 
 class BenchAborted(Exception):
@@ -83,12 +95,13 @@ def request_body(bench: Bench, model: str, text: str, max_tokens: int) -> dict[s
     }
     if s.seed is not None:
         body["seed"] = s.seed
-    if bench.ignore_eos:
-        body["ignore_eos"] = True
+    if bench.ignore_eos or getattr(bench.dataset, "ignore_eos", False):
+        body["ignore_eos"] = True  # the random dataset's drawn output lengths, exactly
     return body
 
 
-def _delta_text(chunk: dict[str, Any]) -> str:
+def delta_text(chunk: dict[str, Any]) -> str:
+    """The text a streamed chat chunk carries (content, or a reasoning model's reasoning)."""
     choices = chunk.get("choices") or []
     if not choices:
         return ""
@@ -137,6 +150,96 @@ def _stalled(stall_s: float | None) -> str:
     return f"stream stalled (no chunk for {stall_s:g} s once tokens flowed)"
 
 
+class StreamState:
+    """What one stream has brought so far. Both clients (this module's and the asyncio one,
+    :mod:`kit.bench.aio`) feed it each ``data:`` payload and turn it into the record, so they
+    judge a stream by the same rules."""
+
+    def __init__(self, t_send: float) -> None:
+        self.t_send = t_send
+        self.ttft: float | None = None
+        self.wall: float | None = None
+        self.usage: dict[str, Any] | None = None
+        self.finish: str | None = None
+        self.chunks = 0
+        self.times: list[float] = []
+        self.text: list[str] = []
+
+    def event(self, data: str | bytes, now: float) -> bool:
+        """One ``data:`` payload that arrived at ``now``; True at ``[DONE]``. A malformed chunk
+        or an error the server sends in the stream raises BenchAborted."""
+        if data in ("[DONE]", b"[DONE]"):
+            self.wall = now - self.t_send
+            return True
+        self.chunks += 1
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            shown = data[:120].decode(errors="replace") if isinstance(data, bytes) else data[:120]
+            raise BenchAborted(f"malformed stream chunk: {shown}") from None
+        if "error" in chunk and not chunk.get("choices"):
+            raise BenchAborted(f"server error in stream: {chunk['error']}")
+        piece = delta_text(chunk)
+        if piece:
+            if self.ttft is None:
+                self.ttft = now - self.t_send
+            self.times.append(round(now - self.t_send, 6))
+            self.text.append(piece)
+        for choice in chunk.get("choices") or []:
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        return False
+
+    def record(
+        self,
+        body: dict[str, Any],
+        error: str | None,
+        *,
+        prompt: str,
+        phase: Phase,
+        index: int,
+        started: str,
+        usable_fraction: float,
+        salt: str | None = None,
+        sent_s: float | None = None,
+    ) -> RequestRecord:
+        """The record of the stream, ended by ``error`` (None: it ran to [DONE])."""
+        usage = self.usage
+        tokens = int(usage["completion_tokens"]) if usage and error is None else None
+        if error is None and usage is None:
+            error = "no usage chunk in the stream"
+        if error is None and self.ttft is None:
+            error = "no chunk carried text"
+        max_tokens = int(body["max_tokens"])
+        # the stored (rounded) times are what the figures derive from, so a verifier
+        # recomputing them from the record gets the same numbers
+        ttft = round(self.ttft, 6) if self.ttft is not None else None
+        wall = round(self.wall, 6) if self.wall is not None else None
+        return RequestRecord(
+            prompt=prompt,
+            phase=phase,
+            index=index,
+            max_tokens=max_tokens,
+            started_at=started,
+            ttft_s=ttft,
+            wall_s=wall,
+            prompt_tokens=int(usage["prompt_tokens"]) if usage else None,
+            completion_tokens=tokens,
+            decode_tps=decode_tps(tokens, wall, ttft) if tokens and wall and ttft else None,
+            wall_tps=wall_tps(tokens, wall) if tokens and wall else None,
+            finish_reason=self.finish,
+            usable=error is None and is_usable(tokens, max_tokens, usable_fraction),
+            chunks=self.chunks,
+            text_chunk_times_s=self.times,
+            text="".join(self.text),
+            salt=salt,
+            error=error,
+            sent_s=sent_s,
+        )
+
+
 def stream_request(
     client: httpx.Client,
     url: str,
@@ -157,20 +260,13 @@ def stream_request(
     holds between chunks after it (the module's docstring); else the client's read timeout
     holds throughout."""
     started = utc_now_ms()
-    ttft: float | None = None
-    wall: float | None = None
-    usage: dict[str, Any] | None = None
-    finish: str | None = None
-    chunks = 0
-    times: list[float] = []
-    text: list[str] = []
     error: str | None = None
     watch: _StallWatch | None = None
     long_wait = first_token_s is not None and stall_s is not None and first_token_s > stall_s
     timeout: Any = httpx.USE_CLIENT_DEFAULT
     if long_wait:
         timeout = httpx.Timeout(connect=10.0, read=first_token_s, write=30.0, pool=10.0)
-    t_send = clock()
+    state = StreamState(clock())
     try:
         with client.stream(
             "POST", url + "/v1/chat/completions", json=body, timeout=timeout
@@ -183,38 +279,19 @@ def stream_request(
                 raise BenchAborted(f"HTTP {resp.status_code}: {detail}")
             done = False
             for line in resp.iter_lines():
-                if watch is not None and ttft is not None:
+                if watch is not None and state.ttft is not None:
                     watch.feed()  # tokens flow: the stall limit holds from here
                 if not line.startswith("data:"):
                     continue
                 now = clock()
-                if now - t_send > deadline_s:
+                if now - state.t_send > deadline_s:
                     raise BenchAborted(f"request exceeded {deadline_s:.0f} s")
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    wall = now - t_send
+                first = state.ttft is None
+                if state.event(line[5:].strip(), now):
                     done = True
                     break
-                chunks += 1
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise BenchAborted(f"malformed stream chunk: {data[:120]}") from None
-                if "error" in chunk and not chunk.get("choices"):
-                    raise BenchAborted(f"server error in stream: {chunk['error']}")
-                piece = _delta_text(chunk)
-                if piece:
-                    if ttft is None:
-                        ttft = now - t_send
-                        if watch is not None:
-                            watch.feed()
-                    times.append(round(now - t_send, 6))
-                    text.append(piece)
-                for choice in chunk.get("choices") or []:
-                    if choice.get("finish_reason"):
-                        finish = choice["finish_reason"]
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
+                if first and state.ttft is not None and watch is not None:
+                    watch.feed()
             if not done:
                 if watch is not None and watch.stalled:  # the watch ended it
                     raise BenchAborted(_stalled(stall_s))
@@ -222,7 +299,7 @@ def stream_request(
     except BenchAborted as exc:
         error = str(exc)
     except httpx.TimeoutException:
-        if long_wait and chunks == 0:
+        if long_wait and state.chunks == 0:
             error = f"no first token within {first_token_s:g} s (the prefill budget)"
         else:
             error = "stream stalled (no data within the stall timeout)"
@@ -234,33 +311,13 @@ def stream_request(
     finally:
         if watch is not None:
             watch.stop()
-    tokens = int(usage["completion_tokens"]) if usage and error is None else None
-    if error is None and usage is None:
-        error = "no usage chunk in the stream"
-    if error is None and ttft is None:
-        error = "no chunk carried text"
-    max_tokens = int(body["max_tokens"])
-    # the stored (rounded) times are what the figures derive from, so a verifier recomputing
-    # them from the record gets the same numbers
-    ttft = round(ttft, 6) if ttft is not None else None
-    wall = round(wall, 6) if wall is not None else None
-    return RequestRecord(
+    return state.record(
+        body,
+        error,
         prompt=prompt,
         phase=phase,
         index=index,
-        max_tokens=max_tokens,
-        started_at=started,
-        ttft_s=ttft,
-        wall_s=wall,
-        prompt_tokens=int(usage["prompt_tokens"]) if usage else None,
-        completion_tokens=tokens,
-        decode_tps=decode_tps(tokens, wall, ttft) if tokens and wall and ttft else None,
-        wall_tps=wall_tps(tokens, wall) if tokens and wall else None,
-        finish_reason=finish,
-        usable=error is None and is_usable(tokens, max_tokens, usable_fraction),
-        chunks=chunks,
-        text_chunk_times_s=times,
-        text="".join(text),
+        started=started,
+        usable_fraction=usable_fraction,
         salt=salt,
-        error=error,
     )

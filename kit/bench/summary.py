@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from kit.base import KitModel
+from kit.bench.load import LoadPoint
 from kit.bench.stream import RequestRecord
 from kit.metrics import ServerWindow, SpecDecode, Stats, summarize
 from kit.recipe import Prompt
@@ -50,6 +51,18 @@ class BenchResult(KitModel):
     prompts: list[PromptSummary] = Field(description="Per-prompt summaries.")
     prefill: list[PrefillResult] = Field(description="Prefill probe results.")
     spec_decode: SpecDecode | None = Field(None, description="All measured windows together.")
+    load_points: list[LoadPoint] = Field(
+        default_factory=list,
+        description="A load pattern's points, one summary each (absent for the sequential "
+        "protocol).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _points_only_under_load(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not data.get("load_points"):
+            data.pop("load_points", None)  # a sequential run is written as it always was
+        return data
 
 
 def summarize_prompt(prompt: Prompt, records: list[RequestRecord]) -> PromptSummary:

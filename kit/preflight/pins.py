@@ -47,6 +47,7 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
                 fault="recipe",
             )
         )
+    out += dataset_checks(loaded)
     if runtime == "compose" and recipe.server.engine.device == "cuda":
         if engine_source(loaded) == "pypi":
             out.append(
@@ -75,3 +76,27 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
             )
         )
     return out
+
+
+def dataset_checks(loaded: LoadedRecipe) -> list[Check]:
+    """A load pattern's dataset file: there, readable in its format, and the file its sha256
+    pins (before the server boots, not after)."""
+    from kit.bench.load import file_requests
+    from kit.errors import BadInputError
+    from kit.recipe.traffic import FileDataset
+
+    ds = loaded.recipe.bench.dataset
+    if not isinstance(ds, FileDataset):
+        return []
+    try:
+        prompts = file_requests(ds, loaded.path.parent)
+    except BadInputError as exc:
+        return [Check("pin dataset", False, exc.message, exc.hint or "", fault="recipe")]
+    return [
+        Check(
+            "pin dataset",
+            True,
+            f"{ds.path}: {len(prompts)} prompt(s), sha256 {ds.sha256[:12]}... as pinned",
+            fault="recipe",
+        )
+    ]

@@ -22,6 +22,10 @@ REFERENCE_PROTOCOL = Path(__file__).parents[1] / "data" / "reference-protocol.ya
 def departures(bench: Bench) -> list[str]:
     """How a bench departs from the reference protocol (empty: canonical)."""
     out = []
+    if bench.load is not None:
+        levels = bench.load.levels if bench.load.pattern == "concurrency" else bench.load.rates
+        shown = ", ".join(f"{v:g}" for v in levels)
+        out.append(f"load pattern {bench.load.pattern} [{shown}] in place of the sequential runs")
     if bench.ignore_eos:
         out.append("ignore_eos: runs generate to max_tokens whatever the model says")
     if bench.warmups != 3 or bench.runs != 5:

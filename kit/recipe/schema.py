@@ -152,13 +152,17 @@ class Recipe(RecipeModel):
         return not departures(self.bench)
 
     def to_json_dict(self) -> dict[str, Any]:
-        # a recipe without a rig or an AutoRound placement dumps as it did before those fields
-        # existed: the same sha256, and comparable with the reports written then
+        # a recipe without a rig, an AutoRound placement or a load pattern dumps as it did
+        # before those fields existed: the same sha256, and comparable with the reports then
         exclude: dict[str, Any] = {}
         if self.rig is None:
             exclude["rig"] = True
         if getattr(self.quantization, "placement", "absent") is None:
             exclude["quantization"] = {"placement"}
+        # likewise a bench without a load pattern (the sequential protocol)
+        unset = {k for k in ("load", "dataset", "slo") if getattr(self.bench, k) is None}
+        if unset:
+            exclude["bench"] = unset
         return self.model_dump(mode="json", exclude=exclude or None)
 
     def sha256(self) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from kit.recipe.base import RecipeModel
+from kit.recipe.traffic import Dataset, Load, Slo
 
 # ---------------------------------------------------------------------------------------------
 # server
@@ -207,3 +208,19 @@ class Bench(RecipeModel):
         description="Also run `vllm bench serve` at concurrency 1 with the same prompts and "
         "lengths against the same server, side by side in the report (None: skipped).",
     )
+    load: Load | None = Field(
+        None,
+        description="A load pattern (concurrency or rate levels, one measured point each) in "
+        "place of the sequential protocol (None: the protocol). kit.recipe.traffic.",
+    )
+    dataset: Dataset | None = Field(
+        None, description="Where a load pattern's requests come from (None: the prompts)."
+    )
+    slo: Slo | None = Field(None, description="SLOs for a load pattern's goodput.")
+
+    @model_validator(mode="after")
+    def _load_parts(self) -> Bench:
+        for name in ("dataset", "slo"):
+            if getattr(self, name) is not None and self.load is None:
+                raise ValueError(f"{name} applies to a load pattern: set bench.load too")
+        return self

@@ -27,6 +27,7 @@ from kit.report.schema import Report
 from kit.signing import SignatureCheck
 
 if TYPE_CHECKING:
+    from kit.bench.load import LoadPoint
     from kit.report.compare import Comparison
     from kit.report.verify.checklist import Checklist
 
@@ -230,6 +231,29 @@ def _stat(s: Stats | None, digits: int = 2, cv: bool = False) -> str:
     return text
 
 
+def _p(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _load_lines(points: list[LoadPoint]) -> list[str]:
+    """One line per load point: throughput, then latency percentiles (p50 / p99, ms)."""
+    head = (
+        f"  {'point':<16} {'done':>7} {'req/s':>6} {'out tok/s':>9} {'TTFT p50/p99':>13} "
+        f"{'TPOT p50/p99':>13} {'ITL p99':>7} {'goodput':>8} {'client CPU':>10}"
+    )
+    out = [head, "  " + "-" * (len(head) - 2)]
+    for pt in points:
+        cpu = "-" if pt.client_cpu_pct is None else f"{pt.client_cpu_pct:.0f}%"
+        out.append(
+            f"  {pt.label:<16} {pt.completed:>3}/{pt.requests:<3} "
+            f"{_p(pt.request_throughput, 2):>6} {_p(pt.output_tps, 1):>9} "
+            f"{_p(pt.ttft_ms.p50) + '/' + _p(pt.ttft_ms.p99):>13} "
+            f"{_p(pt.tpot_ms.p50, 1) + '/' + _p(pt.tpot_ms.p99, 1):>13} {_p(pt.itl_ms.p99, 1):>7} "
+            f"{_p(pt.goodput_rps, 2):>8} {cpu:>10}"
+        )
+    return out
+
+
 def summary_table(report: Report) -> str:
     """A short table like the reference's, for the terminal."""
     lines = [
@@ -239,7 +263,9 @@ def summary_table(report: Report) -> str:
     if report.incomplete_reason:
         lines.append(f"  incomplete: {report.incomplete_reason}")
     b = report.bench
-    if b is not None:
+    if b is not None and b.load_points:
+        lines += _load_lines(b.load_points)
+    if b is not None and b.prompts:
         head = (
             f"  {'prompt':<10} {'runs':>5} {'decode TPS (CV)':>18} {'wall TPS':>9} "
             f"{'TTFT ms':>8} {'tokens':>7}"
@@ -251,6 +277,7 @@ def summary_table(report: Report) -> str:
                 f"{_stat(p.decode_tps, cv=True):>18} {_stat(p.wall_tps):>9} "
                 f"{_stat(p.ttft_ms, 0):>8} {_stat(p.completion_tokens, 0):>7}"
             )
+    if b is not None:
         for pf in b.prefill:
             if pf.status == "measured":
                 lines.append(

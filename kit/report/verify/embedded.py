@@ -76,6 +76,14 @@ def patches_item(data: dict[str, Any]) -> CheckItem:
     recipe = _obj(data.get("recipe"))
     named = _obj(recipe.get("server")).get("patches")
     if manifest is None:
+        external = _obj(data.get("server")).get("runtime") == "external"
+        if named and external:
+            return CheckItem(
+                name="patches",
+                ok=True,
+                detail=f"not known: the server was not kit's (kit bench --target), so nothing "
+                f"shows whether it carries the recipe's series {cut(repr(named))}",
+            )
         if named:
             return CheckItem(
                 name="patches",

@@ -19,7 +19,7 @@ from kit.report.verify.checklist import REL_TOL, CheckItem, check_item, differen
 
 def summaries_item(report: Report) -> CheckItem:
     from kit.bench import summarize_prefill, summarize_prompt
-    from kit.metrics import add_spec, spec_decode_from_counts
+    from kit.metrics import add_spec
     from kit.probe import build_sampling
     from kit.recipe import Prompt
 
@@ -39,12 +39,7 @@ def summaries_item(report: Report) -> CheckItem:
             problems += differences(
                 stored, fresh.model_dump(mode="json", exclude={"spec_decode", "server"}), s.prompt
             )
-            if s.spec_decode is not None:
-                sd = s.spec_decode
-                again = spec_decode_from_counts(
-                    sd.drafts, sd.draft_tokens, sd.accepted_tokens, list(sd.per_position_accepted)
-                )
-                problems += differences(dump(sd), dump(again), f"{s.prompt}.spec_decode")
+            problems += _spec_problems(s.spec_decode, f"{s.prompt}.spec_decode")
         summarised = {s.prompt for s in b.prompts}
         for name in dict.fromkeys(r.prompt for r in b.records if r.phase == "measured"):
             if name not in summarised:
@@ -61,9 +56,15 @@ def summaries_item(report: Report) -> CheckItem:
                 problems.append(f"prefill {pf.depth}: {pf.status}, yet it carries statistics")
         if b.prefill:
             done.append(f"{len(b.prefill)} prefill depth(s)")
+        problems += _load_point_problems(b, bench)
+        if b.load_points:
+            done.append(f"{len(b.load_points)} load point(s)")
         windows = [s.spec_decode for s in b.prompts if s.spec_decode is not None]
+        windows += [pt.spec_decode for pt in b.load_points if pt.spec_decode is not None]
         problems += differences(
-            dump(b.spec_decode), dump(add_spec(windows)), "spec_decode (the prompts' windows)"
+            dump(b.spec_decode),
+            dump(add_spec(windows)),
+            "spec_decode (the prompts' and load points' windows)",
         )
         if windows:
             done.append("spec decode")
@@ -91,6 +92,48 @@ def summaries_item(report: Report) -> CheckItem:
         f"{', '.join(done) or 'nothing to recompute'}: recomputed from {records} raw records",
         "stored figures differ from those recomputed from the raw records",
     )
+
+
+def _spec_problems(sd: Any, where: str) -> list[str]:
+    """A window's spec-decode figures recomputed from its counters."""
+    from kit.metrics import spec_decode_from_counts
+
+    if sd is None:
+        return []
+    again = spec_decode_from_counts(
+        sd.drafts, sd.draft_tokens, sd.accepted_tokens, list(sd.per_position_accepted)
+    )
+    return differences(dump(sd), dump(again), where)
+
+
+def _load_point_problems(b: Any, bench: Any) -> list[str]:
+    """Each load point against the recipe's pattern, and its figures recomputed from the
+    records (spec decode from its own counters; server counters and client CPU are readings,
+    not derived)."""
+    from kit.bench.load import summarize_point
+    from kit.recipe.traffic import point_label, point_levels
+
+    load = bench.load if bench is not None else None
+    labels = {point_label(load, v): v for v in point_levels(load)} if load is not None else {}
+    out: list[str] = []
+    unrecomputed = {"spec_decode", "server", "client_cpu_pct"}
+    for pt in b.load_points:
+        if pt.label not in labels:
+            out.append(f"{pt.label}: a load point, but not a level of the recipe's bench.load")
+        fresh = summarize_point(
+            pt.label, pt.pattern, pt.level, b.records, bench.slo if bench else None
+        )
+        out += differences(
+            pt.model_dump(mode="json", exclude=unrecomputed),
+            fresh.model_dump(mode="json", exclude=unrecomputed),
+            pt.label,
+        )
+        out += _spec_problems(pt.spec_decode, f"{pt.label}.spec_decode")
+    summarised = {pt.label for pt in b.load_points}
+    for name in dict.fromkeys(r.prompt for r in b.records if r.phase == "load"):
+        if name not in summarised:
+            out.append(f"{name}: measured load requests without a summary")
+    return out
 
 
 def _bench_of(report: Report) -> Any:
@@ -146,11 +189,25 @@ def records_item(report: Report) -> CheckItem:
     )
 
 
-def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int, int]]:
-    """(prompt, phase) -> (max_tokens, how many requests) from the recipe's bench section."""
+def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
+    """(prompt, phase) -> (max_tokens, how many requests) from the recipe's bench section; a
+    load point's max_tokens vary with its dataset (None: not checked here)."""
+    from kit.recipe.traffic import point_label, point_levels
+
     if bench is None:
         return {}
-    out: dict[tuple[str, str], tuple[int, int]] = {}
+    out: dict[tuple[str, str], tuple[int | None, int]] = {}
+    if bench.load is not None:
+        for level in point_levels(bench.load):
+            label = point_label(bench.load, level)
+            out[(label, "load_warmup")] = (None, bench.load.warmup_requests)
+            out[(label, "load")] = (None, bench.load.requests)
+        for name in ("prefill_warmup", "prefill"):
+            if bench.prefill is not None:
+                for depth in bench.prefill.depths:
+                    runs = bench.prefill.warmups if name == "prefill_warmup" else bench.prefill.runs
+                    out[(f"prefill-{depth}", name)] = (bench.prefill.max_tokens, runs)
+        return out
     for p in bench.prompts:
         out[(p.name, "warmup")] = (p.max_tokens, bench.warmups)
         out[(p.name, "measured")] = (p.max_tokens, bench.runs)
@@ -247,7 +304,7 @@ def _order_problems(b: Any) -> list[str]:
     return out
 
 
-def _count_problems(b: Any, limits: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
+def _count_problems(b: Any, limits: dict[tuple[str, str], tuple[int | None, int]]) -> list[str]:
     out: list[str] = []
     groups: dict[tuple[str, str], list[int]] = {}
     for r in b.records:

@@ -800,7 +800,9 @@ def test_edited_spec_decode_total_fails(unsigned: bytes) -> None:
     checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
     assert failing(checklist) == ["summaries"]
     problem = checklist.item("summaries").problems[0]
-    assert problem.startswith("spec_decode (the prompts' windows).accepted_tokens: stored ")
+    assert problem.startswith(
+        "spec_decode (the prompts' and load points' windows).accepted_tokens: stored "
+    )
 
 
 def test_edited_recipe_fails_the_recipe_item(unsigned: bytes) -> None:
@@ -922,6 +924,17 @@ def test_recipe_names_patches_but_report_has_none(repo_root: Path) -> None:
     assert checklist.item("patches").detail == (
         f"the recipe applies patch series '{SERIES}', but the report has no patch manifest"
     )
+
+
+def test_a_server_kit_did_not_start_has_its_patches_unknown_not_failed(repo_root: Path) -> None:
+    from kit.report.schema import ServerInfo
+
+    report = build_report(repo_root, patches=None).model_copy(
+        update={"server": ServerInfo(runtime="external", argv=[], env={}, boot_s=None)}
+    )
+    item = verify_report(encode_report(report), allow_unsigned=True).item("patches")
+    assert item.ok
+    assert item.detail.startswith("not known: the server was not kit's (kit bench --target)")
 
 
 def test_no_patches_named_none_applied(repo_root: Path) -> None:

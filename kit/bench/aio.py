@@ -1,0 +1,215 @@
+"""The load client: streamed chat requests over asyncio, many in flight in one thread.
+
+A plain HTTP/1.1 client on asyncio streams, one keep-alive connection per stream in flight:
+no HTTP library between the socket and the clock, so each event's arrival time is taken when
+its bytes are read, and the client's own cost stays small next to the server's. It speaks what
+an OpenAI-compatible server answers a streamed request with: a status line, headers, then a
+body chunked (``Transfer-Encoding: chunked``), sized (``Content-Length``) or ending at close,
+holding ``data:`` lines. It gives the same :class:`~kit.bench.stream.RequestRecord` as the
+sequential client, judged by the same rules (TTFT to the first chunk carrying text, tokens
+from the final usage chunk, errors into the record, never raised).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from kit.bench.stream import BenchAborted, Phase, RequestRecord, StreamState, utc_now_ms
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection to the server, opened on first use and again after
+    the server closes it."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"{url}: the load client speaks plain http:// only")
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        self.base = parts.path.rstrip("/")
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        # False once a response said the connection ends with it (closed before the next
+        # request; dropping the writer early would close its socket mid-body)
+        self.reusable = True
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if not self.reusable:
+            await self.close()
+        if self.reader is None or self.writer is None or self.writer.is_closing():
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            self.reusable = True
+        return self.reader, self.writer
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+        self.reader = self.writer = None
+
+    async def post_stream(
+        self, path: str, body: bytes, stall_s: float, first_s: float
+    ) -> tuple[int, Any]:
+        """Send a POST; return the status and an async iterator of (arrival, data line) over
+        the body. The status line may take ``first_s``; every later read ``stall_s``."""
+        head = (
+            f"POST {self.base}{path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        reused = self.writer is not None and self.reusable
+        try:
+            reader, writer = await self._open()
+            writer.write(head + body)
+            await writer.drain()
+            status_line = await asyncio.wait_for(reader.readuntil(b"\r\n"), first_s)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            if not reused:
+                raise
+            # the server closed the idle keep-alive connection: once more, on a new one
+            await self.close()
+            reader, writer = await self._open()
+            writer.write(head + body)
+            await writer.drain()
+            status_line = await asyncio.wait_for(reader.readuntil(b"\r\n"), first_s)
+        try:
+            status = int(status_line.split(b" ", 2)[1])
+        except (IndexError, ValueError):
+            raise BenchAborted(f"not an HTTP response: {status_line[:80]!r}") from None
+        headers: dict[str, str] = {}
+        while True:
+            line = await asyncio.wait_for(reader.readuntil(b"\r\n"), stall_s)
+            if line == b"\r\n":
+                break
+            key, _, value = line.decode("latin-1").partition(":")
+            headers[key.strip().lower()] = value.strip()
+        framed = "chunked" in headers.get("transfer-encoding", "").lower() or (
+            "content-length" in headers
+        )
+        connection = headers.get("connection", "").lower()
+        keep = framed and (
+            connection == "keep-alive"
+            or (status_line.startswith(b"HTTP/1.1") and connection != "close")
+        )
+        if not keep:  # a body that ends at close, or a server that closes: a new one next time
+            self.reusable = False
+        return status, self._lines(reader, headers, stall_s)
+
+    async def _lines(
+        self, reader: asyncio.StreamReader, headers: dict[str, str], stall_s: float
+    ) -> Any:
+        """(arrival, the ``data:`` payloads that read brought) for each read of the socket, up
+        to the body's end. One read may bring many events: they share its arrival time."""
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        left = int(headers["content-length"]) if "content-length" in headers else None
+        raw = b""  # chunked framing not yet decoded
+        size = -1  # bytes of the current chunk still to come (-1: its size line is next)
+        pending = b""  # body bytes of an incomplete line
+        ended = False
+        while not ended:
+            want = 65536 if left is None else min(left, 65536)
+            data = await asyncio.wait_for(reader.read(want), stall_s) if want else b""
+            now = time.perf_counter()
+            if not data:
+                ended = True
+            elif chunked:
+                raw += data
+                body, pos = [], 0
+                while True:
+                    if size < 0:
+                        eol = raw.find(b"\r\n", pos)
+                        if eol < 0:
+                            break
+                        size = int(raw[pos:eol].split(b";", 1)[0], 16)
+                        pos = eol + 2
+                        if size == 0:  # the last chunk (kit's servers send no trailers)
+                            ended = True
+                            break
+                    if len(raw) - pos < size + 2:
+                        break
+                    body.append(raw[pos : pos + size])
+                    pos += size + 2
+                    size = -1
+                raw = raw[pos:]
+                data = b"".join(body)
+            else:
+                if left is not None:
+                    left -= len(data)
+                    ended = left <= 0
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            if ended and pending.strip():
+                lines.append(pending)
+            found = [ln.strip()[5:].strip() for ln in lines if ln.strip().startswith(b"data:")]
+            rest = b" ".join(ln.strip() for ln in lines if ln.strip())
+            if ended and not found and rest:
+                found = [rest]  # the last of a body that is not SSE: an error's text
+            if found:
+                yield now, found
+
+
+async def stream_request(
+    conn: Connection,
+    body: dict[str, Any],
+    *,
+    prompt: str,
+    phase: Phase,
+    index: int,
+    usable_fraction: float,
+    deadline_s: float,
+    stall_s: float,
+    t0: float,
+) -> RequestRecord:
+    """One streamed chat request on ``conn``, judged as :func:`kit.bench.stream.stream_request`
+    judges one (:class:`~kit.bench.stream.StreamState`); ``sent_s`` is the send time in
+    seconds after ``t0`` (perf_counter)."""
+    started = utc_now_ms()
+    error: str | None = None
+    payload = json.dumps(body).encode()
+    state = StreamState(time.perf_counter())
+    try:
+        status, lines = await conn.post_stream("/v1/chat/completions", payload, stall_s, deadline_s)
+        if status != 200:
+            detail = b""
+            async for _, batch in lines:
+                detail += b"".join(batch)
+            raise BenchAborted(f"HTTP {status}: {detail.decode(errors='replace')[:300]}")
+        done = False
+        # read to the body's end, past [DONE]: the connection is then clean for the next one
+        async for now, batch in lines:
+            if done:
+                continue
+            if now - state.t_send > deadline_s:
+                raise BenchAborted(f"request exceeded {deadline_s:.0f} s")
+            for data in batch:
+                if state.event(data, now):
+                    done = True
+                    break
+        if not done:
+            raise BenchAborted("stream ended without [DONE]")
+    except BenchAborted as exc:
+        error = str(exc)
+        await conn.close()
+    except TimeoutError:
+        error = "stream stalled (no data within the stall timeout)"
+        await conn.close()
+    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        await conn.close()
+    return state.record(
+        body,
+        error,
+        prompt=prompt,
+        phase=phase,
+        index=index,
+        started=started,
+        usable_fraction=usable_fraction,
+        sent_s=round(state.t_send - t0, 6),
+    )

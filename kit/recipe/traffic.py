@@ -1,0 +1,147 @@
+"""Load patterns, datasets and SLOs: the parts of a recipe's ``bench`` that reproduce serving
+numbers other than single-stream ones (``vllm bench serve``, guidellm and AIPerf tables).
+
+Without ``bench.load`` the bench runs the reference protocol, sequentially, as before. With it,
+the bench runs one measured point per level of the pattern, each with its own requests, warm-up
+and cool-down, and the report carries one summary per point:
+
+- ``concurrency``: that many streams in flight, a new request sent as soon as one ends;
+- ``rate``: requests sent at that many per second, Poisson (exponential gaps, seeded) or
+  evenly spaced, however many are in flight (capped by ``max_concurrency`` where set).
+
+The requests come from ``bench.dataset``: the recipe's prompts in turn (the default), random
+prompts of given token lengths, or a local JSONL or ShareGPT file pinned by its sha256.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from kit.recipe.base import RecipeModel
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class _Point(RecipeModel):
+    requests: int = Field(gt=0, description="Measured requests per point.")
+    warmup_requests: int = Field(
+        0, ge=0, description="Requests sent before each point's measured ones, then discarded."
+    )
+    cooldown_s: float = Field(
+        0.0, ge=0, description="Idle seconds after each point, before the next one's warm-up."
+    )
+
+
+class ConcurrencyLoad(_Point):
+    """A fixed number of streams in flight."""
+
+    pattern: Literal["concurrency"] = Field(description="Fixed concurrency per point.")
+    levels: list[int] = Field(min_length=1, description="Streams in flight, one point each.")
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, value: list[int]) -> list[int]:
+        if any(v < 1 for v in value):
+            raise ValueError("each level is a number of streams, at least 1")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a level twice")
+        return value
+
+
+class RateLoad(_Point):
+    """Requests sent at a given rate, however many are in flight."""
+
+    pattern: Literal["rate"] = Field(description="Fixed request rate per point.")
+    rates: list[float] = Field(min_length=1, description="Requests per second, one point each.")
+    arrival: Literal["poisson", "constant"] = Field(
+        "poisson", description="Exponential gaps (seeded) or even spacing."
+    )
+    seed: int = Field(0, description="Seed of the Poisson arrivals.")
+    max_concurrency: int | None = Field(
+        None, gt=0, description="Streams in flight at most (None: unbounded)."
+    )
+
+    @field_validator("rates")
+    @classmethod
+    def _rates(cls, value: list[float]) -> list[float]:
+        if any(v <= 0 for v in value):
+            raise ValueError("each rate is in requests per second, above 0")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a rate twice")
+        return value
+
+
+Load = Annotated[ConcurrencyLoad | RateLoad, Field(discriminator="pattern")]
+
+
+class PromptsDataset(RecipeModel):
+    """The recipe's ``bench.prompts``, in turn."""
+
+    kind: Literal["prompts"] = Field(description="The recipe's prompts, each with its max_tokens.")
+
+
+class RandomDataset(RecipeModel):
+    """Prompts of random words sized in the served model's tokens (counted with the server's
+    /tokenize), as ``vllm bench serve --dataset-name random`` sizes its prompts."""
+
+    kind: Literal["random"] = Field(description="Random prompts of given token lengths.")
+    input_tokens: int = Field(gt=0, description="Prompt tokens (mean).")
+    output_tokens: int = Field(gt=0, description="Tokens generated per request (mean).")
+    range_ratio: float = Field(
+        0.0, ge=0, lt=1, description="Lengths uniform in [n(1-r), n(1+r)] (0: exactly n)."
+    )
+    seed: int = Field(0, description="Seed of the words and lengths.")
+    ignore_eos: bool = Field(
+        True, description="Generate exactly the drawn output length (as vllm bench serve does)."
+    )
+
+
+class FileDataset(RecipeModel):
+    """A local file of prompts: JSONL (one ``{"prompt": ..., "max_tokens": ...}`` per line) or
+    ShareGPT (a JSON list of ``{"conversations": [{"from": "human", "value": ...}, ...]}``)."""
+
+    kind: Literal["file"] = Field(description="A local JSONL or ShareGPT file.")
+    path: str = Field(description="The file, relative to the recipe's directory.")
+    format: Literal["jsonl", "sharegpt"] = Field(description="Its format.")
+    sha256: str = Field(description="Its sha256: a different file is refused.")
+    max_tokens: int = Field(
+        256, gt=0, description="max_tokens where a line gives none (ShareGPT: always)."
+    )
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha(cls, value: str) -> str:
+        if not _SHA256.match(value):
+            raise ValueError("64 lower-case hex digits (sha256sum FILE)")
+        return value
+
+
+Dataset = Annotated[PromptsDataset | RandomDataset | FileDataset, Field(discriminator="kind")]
+
+
+class Slo(RecipeModel):
+    """Service-level objectives: a request is good when it meets every one set (goodput)."""
+
+    ttft_ms: float | None = Field(None, gt=0, description="Time to first token at most.")
+    tpot_ms: float | None = Field(None, gt=0, description="Time per output token at most.")
+    e2e_ms: float | None = Field(None, gt=0, description="End-to-end latency at most.")
+
+    @model_validator(mode="after")
+    def _one(self) -> Slo:
+        if self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None:
+            raise ValueError("set at least one of ttft_ms, tpot_ms, e2e_ms")
+        return self
+
+
+def point_label(load: ConcurrencyLoad | RateLoad, level: float) -> str:
+    """The name a point's records carry in place of a prompt name."""
+    if load.pattern == "concurrency":
+        return f"concurrency-{int(level)}"
+    return f"rate-{level:g}"
+
+
+def point_levels(load: ConcurrencyLoad | RateLoad) -> list[float]:
+    return [float(v) for v in load.levels] if load.pattern == "concurrency" else list(load.rates)

@@ -1,0 +1,146 @@
+"""Load patterns against the real vLLM CPU server: concurrency and rate points with each
+dataset, written as a report by ``kit bench --target`` and checked by ``kit report verify``
+(which recomputes every point from the raw records)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kit.recipe import LoadedRecipe
+from kit.serve import RunningServer
+from kit.signing import canonical_bytes
+
+pytestmark = pytest.mark.integration
+
+
+def bench_report(
+    recipe: Path, url: str, sets: list[str], out: Path
+) -> tuple[dict[str, Any], Path, subprocess.CompletedProcess[str]]:
+    args = [a for s in sets for a in ("--set", s)]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kit.cli",
+            "bench",
+            "--target",
+            url,
+            "--no-sign",
+            str(recipe),
+            *args,
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    path = Path(proc.stdout.strip())
+    envelope = json.loads(path.read_bytes())
+    return json.loads(base64.b64decode(envelope["payload"])), path, proc
+
+
+def verify(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kit.cli", "report", "verify", "--allow-unsigned", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+QUIET = ["bench.prefill=null"]
+
+
+def test_concurrency_points_with_random_prompts(
+    cpu_recipe: LoadedRecipe, server: RunningServer, tmp_path: Path
+) -> None:
+    load = "{pattern: concurrency, levels: [1, 3], requests: 6, warmup_requests: 1}"
+    dataset = "{kind: random, input_tokens: 96, output_tokens: 12, range_ratio: 0.25, seed: 3}"
+    sets = [*QUIET, f"bench.load={load}", f"bench.dataset={dataset}", "bench.slo={ttft_ms: 60000}"]
+    report, path, proc = bench_report(cpu_recipe.path, server.url, sets, tmp_path)
+    bench = report["bench"]
+    assert report["status"] == "complete", report.get("incomplete_reason")
+    assert not bench["prompts"]  # the load points replace the sequential protocol
+    one, three = bench["load_points"]
+    assert (one["label"], three["label"]) == ("concurrency-1", "concurrency-3")
+    for point in (one, three):
+        assert point["requests"] == point["completed"] == 6
+        measured = [
+            r for r in bench["records"] if r["prompt"] == point["label"] and r["phase"] == "load"
+        ]
+        # ignore_eos: each request generates exactly the drawn length (12 +- 25 %)
+        assert all(9 <= r["completion_tokens"] == r["max_tokens"] <= 15 for r in measured)
+        assert point["output_tokens"] == sum(r["completion_tokens"] for r in measured)
+        assert all(60 <= r["prompt_tokens"] <= 140 for r in measured)  # sized with /tokenize
+        # the server's own count over the measured window equals the client's
+        assert point["server"]["generation_tokens"] == point["output_tokens"]
+        assert point["ttft_ms"]["p50"] <= point["ttft_ms"]["p99"] <= point["e2e_ms"]["p99"]
+        assert point["good"] == 6 and point["goodput_rps"] == pytest.approx(
+            point["request_throughput"]
+        )
+        assert 0 < point["client_cpu_pct"] < 100
+        assert point["spec_decode"]["drafts"] > 0
+    # three streams at once overlap: some request starts before another ends
+    starts = sorted((r["sent_s"], r["sent_s"] + r["wall_s"]) for r in bench["records"]
+                    if r["prompt"] == "concurrency-3" and r["phase"] == "load")  # fmt: skip
+    assert any(b[0] < a[1] for a, b in itertools.pairwise(starts))
+    assert bench["request_template"]["ignore_eos"] is True
+    assert "concurrency-3" in proc.stderr  # the table of points
+    checked = verify(path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "2 load point(s)" in checked.stdout
+
+
+def test_rate_points_from_a_pinned_jsonl_file(
+    cpu_recipe: LoadedRecipe, server: RunningServer, tmp_path: Path
+) -> None:
+    lines = [
+        json.dumps({"prompt": f"Name {n} colours of the sea.", "max_tokens": 8}) for n in range(3)
+    ]
+    data = tmp_path / "prompts.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()
+    load = "{pattern: rate, rates: [2, 8], requests: 5, arrival: poisson, seed: 1}"
+    dataset = f"{{kind: file, path: {data}, format: jsonl, sha256: {digest}}}"
+    report, path, _ = bench_report(
+        cpu_recipe.path,
+        server.url,
+        [*QUIET, f"bench.load={load}", f"bench.dataset={dataset}"],
+        tmp_path,
+    )
+    points = report["bench"]["load_points"]
+    assert [p["label"] for p in points] == ["rate-2", "rate-8"]
+    assert all(p["completed"] == 5 and p["good"] is None for p in points)
+    assert verify(path).returncode == 0
+
+    # an edited point is caught by the recomputation
+    envelope = json.loads(path.read_bytes())
+    payload = json.loads(base64.b64decode(envelope["payload"]))
+    payload["bench"]["load_points"][0]["output_tps"] *= 1.1
+    envelope["payload"] = base64.b64encode(canonical_bytes(payload)).decode()
+    edited = tmp_path / "edited.json"
+    edited.write_bytes(canonical_bytes(envelope))
+    failed = verify(edited)
+    assert failed.returncode != 0 and "rate-2" in failed.stdout
+
+    # a different file under the same pin is refused before any request
+    data.write_text(lines[0] + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kit.cli", "bench", "--target", server.url, "--no-sign",
+         str(cpu_recipe.path), "--set", f"bench.load={load}", "--set", f"bench.dataset={dataset}",
+         "-o", str(tmp_path / "refused")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert f"bench.dataset.sha256: {data} has sha256" in proc.stderr

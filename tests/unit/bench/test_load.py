@@ -1,0 +1,263 @@
+"""Load points: the recipe's load patterns, datasets and SLOs validated; the figures of a
+point (kit.bench.load's definitions) computed from records; the datasets; and the asyncio
+client against faults a real engine cannot make on demand (a failed request mid-point, a
+stall, a body that ends at close), served by the loopback server of test_bench_faults."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kit.bench import Bencher, RequestRecord
+from kit.bench.load import (
+    arrival_gaps,
+    file_requests,
+    percentile,
+    random_requests,
+    summarize_point,
+)
+from kit.errors import BadInputError
+from kit.recipe import Bench, Prompt, load_recipe
+from kit.recipe.traffic import FileDataset, RandomDataset, RateLoad, Slo
+from tests.unit.bench.test_bench_faults import make_server, serving
+
+CPU = "recipes/cpu-tiny.yaml"
+
+
+# --- the recipe -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["bench.load={pattern: concurrency, levels: [1, 0], requests: 4}"], "at least 1"),
+        (["bench.load={pattern: concurrency, levels: [2, 2], requests: 4}"], "lists a level twice"),
+        (["bench.load={pattern: rate, rates: [0], requests: 4}"], "above 0"),
+        (["bench.load={pattern: burst, requests: 4}"], "bench.load"),
+        (["bench.dataset={kind: prompts}"], "set bench.load too"),
+        (
+            ["bench.load={pattern: rate, rates: [1], requests: 2}", "bench.slo={}"],
+            "at least one of ttft_ms",
+        ),
+        (
+            [
+                "bench.load={pattern: rate, rates: [1], requests: 2}",
+                "bench.dataset={kind: file, path: p.jsonl, format: jsonl, sha256: abc}",
+            ],
+            "64 lower-case hex digits",
+        ),
+    ],
+)
+def test_bad_load_sections_name_the_field(repo_root: Path, sets: list[str], message: str) -> None:
+    with pytest.raises(BadInputError) as err:
+        load_recipe(repo_root / CPU, sets)
+    assert message in err.value.message
+    assert "bench" in err.value.message
+
+
+def test_a_recipe_without_a_load_pattern_dumps_as_before(repo_root: Path) -> None:
+    plain = load_recipe(repo_root / CPU).recipe
+    assert not {"load", "dataset", "slo"} & set(plain.to_json_dict()["bench"])
+    loaded = load_recipe(
+        repo_root / CPU, ["bench.load={pattern: concurrency, levels: [1, 2], requests: 4}"]
+    ).recipe
+    assert loaded.to_json_dict()["bench"]["load"]["levels"] == [1, 2]
+    assert loaded.sha256() != plain.sha256()
+
+
+# --- the figures ------------------------------------------------------------------------------
+
+
+@given(st.lists(st.floats(0, 1e6), min_size=1, max_size=60), st.sampled_from([50, 90, 95, 99]))
+def test_percentiles_are_numpys_linear_ones(values: list[float], q: int) -> None:
+    assert percentile(sorted(values), q) == pytest.approx(
+        float(np.percentile(values, q)), rel=1e-9, abs=1e-9
+    )
+
+
+def record(
+    sent: float, ttft: float, wall: float, tokens: int, chunks: list[float]
+) -> RequestRecord:
+    return RequestRecord(
+        prompt="concurrency-2", phase="load", index=0, max_tokens=tokens,
+        started_at="2026-12-01T00:00:00.000+00:00", sent_s=sent, ttft_s=ttft, wall_s=wall,
+        prompt_tokens=10, completion_tokens=tokens, decode_tps=None, wall_tps=None,
+        finish_reason="length", usable=True, chunks=len(chunks), text_chunk_times_s=chunks,
+        text="x",
+    )  # fmt: skip
+
+
+def test_a_points_figures_follow_vllm_bench_serves_definitions() -> None:
+    records = [
+        record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.4]),  # ends at 1.0
+        record(0.5, 0.3, 2.5, 21, [0.3, 0.5]),  # ends at 3.0: the point lasts 3 s
+        record(0.2, 0.2, 0.5, 4, [0.2]).model_copy(update={"phase": "load_warmup"}),
+    ]
+    slo = Slo(ttft_ms=200, tpot_ms=150)
+    p = summarize_point("concurrency-2", "concurrency", 2, records, slo)
+    assert (p.requests, p.completed, p.duration_s) == (2, 2, 3.0)
+    assert p.output_tps == pytest.approx(31 / 3) and p.total_tps == pytest.approx(51 / 3)
+    assert p.request_throughput == pytest.approx(2 / 3)
+    # TPOT = (E2E - TTFT) / (tokens - 1): 0.1 s and 0.11 s
+    assert p.tpot_ms.p50 == pytest.approx(105.0)
+    assert p.itl_ms.n == 3 and p.itl_ms.mean == pytest.approx(statistics.fmean([100, 200, 200]))
+    assert p.e2e_ms.p99 == pytest.approx(1000 + (2500 - 1000) * 0.99)
+    # the first meets TTFT <= 200 ms and TPOT <= 150 ms; the second's TTFT is 300 ms
+    assert (p.good, p.goodput_rps) == (1, pytest.approx(1 / 3))
+    assert summarize_point("concurrency-2", "concurrency", 2, records, None).good is None
+
+
+def test_poisson_arrivals_are_seeded_and_constant_ones_even() -> None:
+    poisson = RateLoad(pattern="rate", rates=[4], requests=4000, seed=7)
+    gaps = arrival_gaps(poisson, 4.0, 4000)
+    assert gaps == arrival_gaps(poisson, 4.0, 4000) and gaps[0] == 0
+    assert statistics.fmean(gaps[1:]) == pytest.approx(0.25, rel=0.05)
+    even = poisson.model_copy(update={"arrival": "constant"})
+    assert arrival_gaps(even, 4.0, 3) == [0.0, 0.25, 0.25]
+
+
+# --- datasets ---------------------------------------------------------------------------------
+
+
+def pinned(path: Path, fmt: str) -> FileDataset:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return FileDataset(kind="file", path=path.name, format=fmt, sha256=digest, max_tokens=32)  # type: ignore[arg-type]
+
+
+def test_jsonl_and_sharegpt_files(tmp_path: Path) -> None:
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text('{"prompt": "one", "max_tokens": 5}\n\n{"prompt": "two"}\n')
+    got = file_requests(pinned(jsonl, "jsonl"), tmp_path)
+    assert [(p.text, p.max_tokens) for p in got] == [("one", 5), ("two", 32)]
+    share = tmp_path / "s.json"
+    turns = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]
+    share.write_text(json.dumps([{"conversations": turns}]))
+    assert [p.text for p in file_requests(pinned(share, "sharegpt"), tmp_path)] == ["hi"]
+
+
+def test_a_changed_or_broken_file_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"prompt": "one"}\n')
+    ds = pinned(path, "jsonl")
+    path.write_text('{"prompt": "two"}\n')
+    with pytest.raises(BadInputError) as err:
+        file_requests(ds, tmp_path)
+    assert err.value.message.startswith("bench.dataset.sha256: a.jsonl has sha256 ")
+    path.write_text('{"text": "no prompt key"}\n')
+    with pytest.raises(BadInputError) as err:
+        file_requests(pinned(path, "jsonl"), tmp_path)
+    assert err.value.message == 'bench.dataset: a.jsonl line 1: no "prompt" string'
+
+
+def test_random_prompts_are_sized_by_the_servers_token_counts() -> None:
+    ds = RandomDataset(kind="random", input_tokens=200, output_tokens=50, range_ratio=0.5, seed=1)
+
+    def count(text: str) -> int:  # a tokenizer of 2 tokens a word plus a 7-token template
+        return 7 + 2 * len(text.split())
+
+    planned = random_requests(ds, 50, count)
+    assert planned == random_requests(ds, 50, count)  # seeded
+    sizes = [count(p.text) for p in planned]
+    assert all(100 - 2 <= n <= 300 + 2 for n in sizes) and len(set(sizes)) > 10
+    assert all(25 <= p.max_tokens <= 75 for p in planned)
+    with pytest.raises(BadInputError, match="/tokenize"):
+        random_requests(ds, 1, lambda _text: None)
+
+
+# --- the asyncio client against faults ---------------------------------------------------------
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from serving(make_server(*request.param))
+
+
+LOAD = Bench(
+    stall_timeout_s=1.0,
+    prompts=[Prompt(name="a", text="x", max_tokens=8)],
+    load={"pattern": "concurrency", "levels": [1, 2], "requests": 3, "warmup_requests": 1},  # type: ignore[arg-type]
+)
+
+
+@pytest.mark.parametrize("server", [(99, "none")], indirect=True)
+def test_a_clean_load_run_over_close_delimited_bodies(server: str) -> None:
+    result = Bencher(server, LOAD, "m").run()
+    assert result.complete, result.incomplete_reason
+    assert [p.label for p in result.load_points] == ["concurrency-1", "concurrency-2"]
+    assert all(p.completed == 3 and p.output_tokens == 24 for p in result.load_points)
+    phases = [(r.prompt, r.phase, r.index) for r in result.records]
+    assert phases[:4] == [
+        ("concurrency-1", "load_warmup", 0),
+        ("concurrency-1", "load", 0),
+        ("concurrency-1", "load", 1),
+        ("concurrency-1", "load", 2),
+    ]
+    assert not result.prompts
+
+
+@pytest.mark.parametrize(
+    ("server", "error"),
+    [
+        ((3, "500"), "HTTP 500: boom!"),
+        ((3, "error-chunk"), "server error in stream: "),
+        ((3, "stall"), "stream stalled (no data within the stall timeout)"),
+    ],
+    indirect=["server"],
+)
+def test_a_failed_request_is_the_points_figure_and_the_run_goes_on(server: str, error: str) -> None:
+    result = Bencher(server, LOAD, "m").run()
+    assert not result.complete
+    assert result.incomplete_reason is not None
+    assert result.incomplete_reason.startswith("concurrency-1: 1 of 4 requests failed: " + error)
+    first, second = result.load_points
+    assert (first.requests, first.completed) == (3, 2)
+    assert second.completed == 3  # the next point ran
+
+
+# --- chunked framing, however the bytes are split ----------------------------------------------
+
+
+def chunked(events: list[bytes]) -> bytes:
+    out = b""
+    for e in events:
+        out += f"{len(e):x}\r\n".encode() + e + b"\r\n"
+    return out + b"0\r\n\r\n"
+
+
+@given(st.lists(st.integers(1, 97), min_size=0, max_size=30), st.integers(1, 40))
+def test_chunked_sse_decodes_the_same_however_the_reads_split_it(cuts: list[int], n: int) -> None:
+    import asyncio
+
+    from kit.bench.aio import Connection
+
+    events = [f'data: {{"i": {i}}}\n\n'.encode() for i in range(n)] + [b"data: [DONE]\n\n"]
+    blob = chunked(events)
+    pieces, pos = [], 0
+    for cut in cuts:
+        pieces.append(blob[pos : pos + cut])
+        pos += cut
+    pieces.append(blob[pos:])
+
+    async def decode() -> list[bytes]:
+        reader = asyncio.StreamReader()
+        for piece in pieces:
+            if piece:
+                reader.feed_data(piece)
+        # no EOF fed: the decoder must stop at the last chunk (else its read times out)
+        got: list[bytes] = []
+        lines = Connection("http://127.0.0.1:1")._lines(
+            reader, {"transfer-encoding": "chunked"}, 5.0
+        )
+        async for _, batch in lines:
+            got += batch
+        return got
+
+    assert asyncio.run(decode()) == [f'{{"i": {i}}}'.encode() for i in range(n)] + [b"[DONE]"]
