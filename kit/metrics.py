@@ -6,7 +6,6 @@ Prometheus text parsing and the speculative-decoding figures from counter deltas
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Iterable, Mapping
 
@@ -56,43 +55,36 @@ def is_usable(completion_tokens: int | None, max_tokens: int, fraction: float) -
 
 Sample = tuple[str, tuple[tuple[str, str], ...]]
 
-_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(\s+\S+)?$")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
-
-
-def _unescape(value: str) -> str:
-    return (
-        value.replace(r"\\", "\x00").replace(r"\"", '"').replace(r"\n", "\n").replace("\x00", "\\")
-    )
-
 
 def parse_prometheus(text: str) -> dict[Sample, float]:
-    """Parse Prometheus exposition text into {(name, sorted labels): value}."""
+    """Prometheus exposition text as {(sample name, sorted labels): value}, with
+    prometheus-client's parser (the one the format's maintainers ship). Text it cannot parse
+    raises ValueError naming the line, rather than being skipped unsaid."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     out: dict[Sample, float] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _LINE.match(line)
-        if not m:
-            continue
-        name, labels_text, value_text = m.group(1), m.group(2), m.group(3)
-        labels: list[tuple[str, str]] = []
-        if labels_text:
-            body = labels_text[1:-1]
-            pos = 0
-            while pos < len(body):
-                lm = _LABEL.match(body, pos)
-                if not lm:
-                    break
-                labels.append((lm.group(1), _unescape(lm.group(2))))
-                pos = lm.end()
-        try:
-            value = float(value_text)
-        except ValueError:
-            continue
-        out[(name, tuple(sorted(labels)))] = value
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                out[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise ValueError(f"/metrics is not Prometheus text: {_bad_line(text) or exc}") from None
     return out
+
+
+def _bad_line(text: str) -> str | None:
+    """The first line the parser refuses on its own, quoted with its number."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            for family in text_string_to_metric_families(line + "\n"):
+                list(family.samples)
+        except (ValueError, TypeError, IndexError):
+            return f"line {n}: {line[:120]!r}"
+    return None
 
 
 def metric_sum(samples: Mapping[Sample, float], name: str, **match: str) -> float | None:

@@ -111,7 +111,13 @@ class Bencher:
             resp = self.client.get(self.url + "/metrics")
         except httpx.HTTPError:
             return {}
-        return parse_prometheus(resp.text) if resp.status_code == 200 else {}
+        if resp.status_code != 200:
+            return {}
+        try:
+            return parse_prometheus(resp.text)
+        except ValueError as exc:
+            log.warning("bench: %s: no server-side figures for this window", exc)
+            return {}
 
     def _one(
         self,

@@ -62,7 +62,6 @@ vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 10.0
 vllm:request_decode_time_seconds_sum{engine="0",model_name="m"} 20.0
 vllm:request_decode_time_seconds_count{engine="0",model_name="m"} 10.0
 weird_label{a="x\\"y",b="c,d"} 3 1700000000
-not a metric line
 """
 
 
@@ -72,6 +71,11 @@ def test_parse_prometheus() -> None:
     assert metric_sum(s, "vllm:spec_decode_num_accepted_tokens_per_pos_total", position="1") == 70
     assert metric_sum(s, "weird_label", a='x"y', b="c,d") == 3.0
     assert metric_sum(s, "absent") is None
+
+
+def test_text_that_is_not_prometheus_is_refused_naming_the_line() -> None:
+    with pytest.raises(ValueError, match="not a metric line"):
+        parse_prometheus(PROM + "not a metric line\n")
 
 
 def test_spec_decode_delta_both_conventions() -> None:
