@@ -140,6 +140,20 @@ def _report_metrics(a: Report, b: Report) -> tuple[list[MetricDelta], list[str]]
             notes.append(
                 f"prefill at {depth} tokens is measured in {'A' if depth in fa else 'B'} only"
             )
+    la = {p.label: p for p in a.bench.load_points} if a.bench else {}
+    lb = {p.label: p for p in b.bench.load_points} if b.bench else {}
+    for label in dict.fromkeys([*la, *lb]):
+        if label not in la or label not in lb:
+            notes.append(f"load point {label} is measured in {'A' if label in la else 'B'} only")
+            continue
+        first, second = la[label], lb[label]  # one figure per point: no band from runs
+        out.append(delta(f"{label} output TPS", "tok/s", first.output_tps, second.output_tps))
+        for name, lo, hi in (
+            ("TTFT p50", first.ttft_ms.p50, second.ttft_ms.p50),
+            ("TPOT p50", first.tpot_ms.p50, second.tpot_ms.p50),
+            ("E2E p99", first.e2e_ms.p99, second.e2e_ms.p99),
+        ):
+            out.append(delta(f"{label} {name}", "ms", lo, hi, None, False))
     sa = a.bench.spec_decode if a.bench else None
     sb = b.bench.spec_decode if b.bench else None
     if sa is not None or sb is not None:

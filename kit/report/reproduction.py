@@ -11,7 +11,8 @@ into B, signed; ``kit report compare A B`` prints it for any two reports):
   interconnect, CPU, engine, kernels, serving settings, patches), the OS kernel, a host that
   was not quiet while measuring, a run that is not valid.
 
-Headline figures are each prompt's decode tokens/s and the prefill tokens/s at each depth.
+Headline figures are each prompt's decode tokens/s, the prefill tokens/s at each depth, and
+each load point's output tokens/s (one figure per point, so its band is the floor).
 The band of a figure is the larger of
 
     runs:  2 x sqrt(sa²/na + sb²/nb)   (twice the standard error of the difference of the means,
@@ -24,7 +25,7 @@ and each band is stated with the figure.
 
 from __future__ import annotations
 
-from kit.metrics import Stats
+from kit.metrics import Stats, summarize
 from kit.report.comparability import comparability
 from kit.report.compare import noise_band
 from kit.report.schema import Report
@@ -72,6 +73,15 @@ def headline_figures(a: Report, b: Report) -> list[FigureCheck]:
             continue
         depth = fb.get(f.depth)
         fig = _figure(f"prefill {f.depth}", f.prefill_tps, depth.prefill_tps if depth else None)
+        if fig is not None:
+            out.append(fig)
+    lb = {pt.label: pt for pt in b.bench.load_points} if b.bench else {}
+    for pt in a.bench.load_points if a.bench else []:
+        if pt.output_tps is None:
+            continue
+        seen = lb.get(pt.label)
+        again = summarize([seen.output_tps]) if seen and seen.output_tps is not None else None
+        fig = _figure(f"{pt.label} output TPS", summarize([pt.output_tps]), again)
         if fig is not None:
             out.append(fig)
     return out
@@ -129,7 +139,9 @@ def judge(
         "figures": figures,
     }
     if not figures and not refusing:
-        refusing = ["the original has no headline figure (no measured prompt or prefill depth)"]
+        refusing = [
+            "the original has no headline figure (no measured prompt, prefill depth or load point)"
+        ]
     if refusing:
         return Reproduction(
             verdict="NOT COMPARABLE",

@@ -100,6 +100,14 @@ def test_concurrency_points_with_random_prompts(
     checked = verify(path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "2 load point(s)" in checked.stdout
+    # compared with itself: each point's output throughput is a headline figure of the verdict
+    same = subprocess.run(
+        [sys.executable, "-m", "kit.cli", "report", "compare", str(path), str(path),
+         "--allow-unsigned"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert "verdict: REPRODUCED: all 2 headline figures" in same.stdout, same.stdout + same.stderr
+    assert "concurrency-3 output TPS" in same.stdout and "concurrency-3 TTFT p50" in same.stdout
 
 
 def test_rate_points_from_a_pinned_jsonl_file(
