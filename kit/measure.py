@@ -16,6 +16,7 @@ from kit.errors import KitError
 from kit.probe import GpuSampler, HostLoadSampler
 from kit.progress import Status
 from kit.recipe import LoadedRecipe
+from kit.recipe.traffic import point_levels
 from kit.report.assemble import Evidence
 from kit.roofline import Bandwidth, bandwidth_source, measure_bandwidth, roofline
 from kit.vllm_bench import run_vllm_bench
@@ -43,8 +44,7 @@ def _progress_line(status: Status, total: int) -> Callable[[RequestRecord], None
 def planned_requests(loaded: LoadedRecipe) -> int:
     b = loaded.recipe.bench
     if b.load is not None:
-        levels = b.load.levels if b.load.pattern == "concurrency" else b.load.rates
-        n = len(levels) * (b.load.warmup_requests + b.load.requests)
+        n = len(point_levels(b.load)) * (b.load.warmup_requests + b.load.requests)
     else:
         n = len(b.prompts) * (b.warmups + b.runs)
     if b.prefill:

@@ -45,11 +45,12 @@ from kit.errors import BadInputError
 from kit.metrics import ServerWindow, SpecDecode
 from kit.recipe import Bench
 from kit.recipe.traffic import (
-    ConcurrencyLoad,
+    AnyLoad,
     FileDataset,
     RandomDataset,
     RateLoad,
     Slo,
+    SweepLoad,
     point_label,
     point_levels,
 )
@@ -119,6 +120,9 @@ class LoadPoint(KitModel):
         description="kit's own CPU time over the point's wall time, in percent of one core: "
         "near 100 means the client, not the server, set the pace.",
     )
+    stop_reason: str | None = Field(
+        None, description="A sweep's last point: why the sweep stopped after it."
+    )
 
 
 def _tpot_s(r: RequestRecord) -> float | None:
@@ -181,6 +185,32 @@ def summarize_point(
         good=good,
         goodput_rps=(good / duration if duration else None) if good is not None else None,
     )
+
+
+def sweep_stop(load: SweepLoad, points: list[LoadPoint], slo: Slo | None) -> str | None:
+    """Why a sweep stops after the last of ``points`` (None: it goes on): the SLOs failed, the
+    output throughput rose less than ``min_gain_pct`` over the point before (saturated), or
+    the highest concurrency was reached."""
+    last = points[-1]
+    if slo is not None and last.requests:
+        share = (last.good or 0) / last.requests
+        if share < load.slo_fraction:
+            return (
+                f"SLOs failed: {share * 100:.0f} % of requests met bench.slo, below "
+                f"{load.slo_fraction * 100:.0f} %"
+            )
+    if len(points) > 1:
+        before, now = points[-2].output_tps, last.output_tps
+        if before and now is not None:
+            gain = (now - before) / before * 100
+            if gain < load.min_gain_pct:
+                return (
+                    f"saturated: output tok/s rose {gain:+.1f} % over {points[-2].label}, "
+                    f"less than {load.min_gain_pct:g} %"
+                )
+    if last.level >= point_levels(load)[-1]:
+        return f"reached max_concurrency {load.max_concurrency}"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +320,7 @@ async def _run_point(
     url: str,
     bench: Bench,
     model: str,
-    load: ConcurrencyLoad | RateLoad,
+    load: AnyLoad,
     level: float,
     planned: list[Planned],
     phase: Phase,
@@ -323,7 +353,7 @@ async def _run_point(
         return rec
 
     records: list[RequestRecord] = []
-    if isinstance(load, ConcurrencyLoad):
+    if not isinstance(load, RateLoad):  # concurrency, or a sweep's point
         queue = iter(range(count))
 
         async def worker() -> None:

@@ -27,6 +27,7 @@ from kit.bench.load import (
     random_requests,
     run_point,
     summarize_point,
+    sweep_stop,
 )
 from kit.bench.stream import (
     BenchAborted,
@@ -253,11 +254,13 @@ class Bencher:
             point = summarize_point(label, load.pattern, level, self.records, self.bench.slo)
             spec = spec_decode_delta(before, after) if before and after else None
             server = server_window(before, after) if before and after else None
-            points.append(
-                point.model_copy(
-                    update={"spec_decode": spec, "server": server, "client_cpu_pct": cpu}
-                )
+            point = point.model_copy(
+                update={"spec_decode": spec, "server": server, "client_cpu_pct": cpu}
             )
+            points.append(point)
+            stop = sweep_stop(load, points, self.bench.slo) if load.pattern == "sweep" else None
+            if stop is not None:
+                points[-1] = point.model_copy(update={"stop_reason": stop})
             log.info(
                 "bench: %s: %d/%d completed, %.1f output tok/s, TTFT p50 %.0f ms",
                 label,
@@ -275,6 +278,9 @@ class Bencher:
                 if dead:
                     raise BenchAborted(f"{message} ({dead})")
                 self.soft_failures.append(message)
+            if stop is not None:
+                log.info("bench: sweep stopped after %s: %s", label, stop)
+                break
             if load.cooldown_s and n + 1 < len(levels(self.bench)):
                 time.sleep(load.cooldown_s)
 

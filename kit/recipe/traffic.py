@@ -7,7 +7,9 @@ and cool-down, and the report carries one summary per point:
 
 - ``concurrency``: that many streams in flight, a new request sent as soon as one ends;
 - ``rate``: requests sent at that many per second, Poisson (exponential gaps, seeded) or
-  evenly spaced, however many are in flight (capped by ``max_concurrency`` where set).
+  evenly spaced, however many are in flight (capped by ``max_concurrency`` where set);
+- ``sweep``: concurrency raised by a factor per point until the output throughput stops rising
+  or the SLOs fail (the saturation point), or the highest concurrency is reached.
 
 The requests come from ``bench.dataset``: the recipe's prompts in turn (the default), random
 prompts of given token lengths, or a local JSONL or ShareGPT file pinned by its sha256.
@@ -74,7 +76,32 @@ class RateLoad(_Point):
         return value
 
 
-Load = Annotated[ConcurrencyLoad | RateLoad, Field(discriminator="pattern")]
+class SweepLoad(_Point):
+    """Concurrency raised step by step until the server saturates: the sweep stops after the
+    first point whose output throughput rose less than ``min_gain_pct`` over the point
+    before, or whose share of requests meeting ``bench.slo`` fell below ``slo_fraction``, or
+    at ``max_concurrency``. The report says which, on the last point."""
+
+    pattern: Literal["sweep"] = Field(description="Concurrency raised until saturation.")
+    start: int = Field(1, ge=1, description="The first concurrency.")
+    factor: float = Field(2.0, gt=1, description="Each next concurrency: the last times this.")
+    max_concurrency: int = Field(ge=1, description="The highest concurrency tried.")
+    min_gain_pct: float = Field(
+        5.0, ge=0, description="Saturated once output tok/s rises less than this over the last."
+    )
+    slo_fraction: float = Field(
+        0.9, gt=0, le=1, description="With bench.slo: stop once fewer requests meet it."
+    )
+
+    @model_validator(mode="after")
+    def _range(self) -> SweepLoad:
+        if self.max_concurrency < self.start:
+            raise ValueError(f"max_concurrency {self.max_concurrency} is below start {self.start}")
+        return self
+
+
+Load = Annotated[ConcurrencyLoad | RateLoad | SweepLoad, Field(discriminator="pattern")]
+AnyLoad = ConcurrencyLoad | RateLoad | SweepLoad
 
 
 class PromptsDataset(RecipeModel):
@@ -136,12 +163,21 @@ class Slo(RecipeModel):
         return self
 
 
-def point_label(load: ConcurrencyLoad | RateLoad, level: float) -> str:
+def point_label(load: AnyLoad, level: float) -> str:
     """The name a point's records carry in place of a prompt name."""
+    if load.pattern == "rate":
+        return f"rate-{level:g}"
+    return f"concurrency-{int(level)}"
+
+
+def point_levels(load: AnyLoad) -> list[float]:
+    """Every level the pattern may run, in order (a sweep may stop before its last)."""
     if load.pattern == "concurrency":
-        return f"concurrency-{int(level)}"
-    return f"rate-{level:g}"
-
-
-def point_levels(load: ConcurrencyLoad | RateLoad) -> list[float]:
-    return [float(v) for v in load.levels] if load.pattern == "concurrency" else list(load.rates)
+        return [float(v) for v in load.levels]
+    if load.pattern == "rate":
+        return list(load.rates)
+    out = [float(load.start)]
+    while out[-1] < load.max_concurrency:
+        step = max(int(out[-1] * load.factor), int(out[-1]) + 1)
+        out.append(float(min(step, load.max_concurrency)))
+    return out

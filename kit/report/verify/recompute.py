@@ -110,13 +110,13 @@ def _load_point_problems(b: Any, bench: Any) -> list[str]:
     """Each load point against the recipe's pattern, and its figures recomputed from the
     records (spec decode from its own counters; server counters and client CPU are readings,
     not derived)."""
-    from kit.bench.load import summarize_point
+    from kit.bench.load import summarize_point, sweep_stop
     from kit.recipe.traffic import point_label, point_levels
 
     load = bench.load if bench is not None else None
     labels = {point_label(load, v): v for v in point_levels(load)} if load is not None else {}
     out: list[str] = []
-    unrecomputed = {"spec_decode", "server", "client_cpu_pct"}
+    unrecomputed = {"spec_decode", "server", "client_cpu_pct", "stop_reason"}  # see below
     for pt in b.load_points:
         if pt.label not in labels:
             out.append(f"{pt.label}: a load point, but not a level of the recipe's bench.load")
@@ -129,6 +129,17 @@ def _load_point_problems(b: Any, bench: Any) -> list[str]:
             pt.label,
         )
         out += _spec_problems(pt.spec_decode, f"{pt.label}.spec_decode")
+    if load is not None and load.pattern == "sweep":
+        slo = bench.slo if bench is not None else None
+        for i, pt in enumerate(b.load_points):
+            expected = sweep_stop(load, b.load_points[: i + 1], slo)
+            if pt.stop_reason != expected:
+                out.append(
+                    f"{pt.label}: stop_reason {pt.stop_reason!r}, the sweep's rule says "
+                    f"{expected!r}"
+                )
+            if expected is not None and i + 1 < len(b.load_points):
+                out.append(f"{pt.label}: the sweep went on after it should have stopped")
     summarised = {pt.label for pt in b.load_points}
     for name in dict.fromkeys(r.prompt for r in b.records if r.phase == "load"):
         if name not in summarised:
@@ -166,6 +177,11 @@ def records_item(report: Report) -> CheckItem:
     if bench is None:
         problems.append("the embedded recipe has no valid bench section to check records against")
     limits = _record_limits(bench)
+    if bench is not None and bench.load is not None and bench.load.pattern == "sweep":
+        # a sweep that stopped plans none of the levels after its last point
+        ran = {pt.label for pt in b.load_points}
+        if b.load_points and b.load_points[-1].stop_reason:
+            limits = {k: v for k, v in limits.items() if not k[1].startswith("load") or k[0] in ran}
     for i, r in enumerate(b.records):
         expected = limits.get((r.prompt, r.phase))
         where = f"record {i} ({r.prompt} {r.phase} #{r.index})"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from kit.bench import Bencher, RequestRecord
 from kit.bench.load import (
+    LoadPoint,
     arrival_gaps,
     file_requests,
     percentile,
@@ -261,3 +262,46 @@ def test_chunked_sse_decodes_the_same_however_the_reads_split_it(cuts: list[int]
         return got
 
     assert asyncio.run(decode()) == [f'{{"i": {i}}}'.encode() for i in range(n)] + [b"[DONE]"]
+
+
+# --- sweeps -----------------------------------------------------------------------------------
+
+
+def test_a_sweep_plans_its_levels_up_to_its_max() -> None:
+    from kit.recipe.traffic import SweepLoad, point_levels
+
+    sweep = SweepLoad(pattern="sweep", max_concurrency=12, requests=4)
+    assert point_levels(sweep) == [1, 2, 4, 8, 12]
+    assert point_levels(sweep.model_copy(update={"start": 3, "factor": 1.5})) == [3, 4, 6, 9, 12]
+    with pytest.raises(ValueError, match="max_concurrency 2 is below start 4"):
+        SweepLoad(pattern="sweep", start=4, max_concurrency=2, requests=4)
+
+
+def test_a_sweep_stops_at_saturation_failed_slos_or_its_max() -> None:
+    from kit.bench.load import sweep_stop
+    from kit.recipe.traffic import SweepLoad
+
+    sweep = SweepLoad(pattern="sweep", max_concurrency=8, requests=2, min_gain_pct=10)
+    base = summarize_point("concurrency-1", "sweep", 1, [record(0.0, 0.1, 1.0, 10, [0.1])], None)
+
+    def pt(level: int, tps: float, good: int | None = None) -> LoadPoint:
+        return base.model_copy(
+            update={
+                "label": f"concurrency-{level}",
+                "level": level,
+                "requests": 2,
+                "output_tps": tps,
+                "good": good,
+            }
+        )
+
+    assert sweep_stop(sweep, [pt(1, 100)], None) is None
+    assert sweep_stop(sweep, [pt(1, 100), pt(2, 180)], None) is None
+    assert sweep_stop(sweep, [pt(1, 100), pt(2, 180), pt(4, 190)], None) == (
+        "saturated: output tok/s rose +5.6 % over concurrency-2, less than 10 %"
+    )
+    assert sweep_stop(sweep, [pt(1, 100), pt(8, 300)], None) == "reached max_concurrency 8"
+    slo = Slo(ttft_ms=100)
+    assert sweep_stop(sweep, [pt(1, 100, good=0)], slo) == (
+        "SLOs failed: 0 % of requests met bench.slo, below 90 %"
+    )
