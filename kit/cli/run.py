@@ -123,6 +123,14 @@ def serve(
 @set_option
 @_out_option
 @sign_options
+@click.option(
+    "--fidelity",
+    "fidelity_rounds",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Instead of a report: ROUNDS of kit, kit without its samplers and an independent "
+    "stdlib client in turn on the recipe's first prompt: does kit slow the server it measures?",
+)
 def bench(
     path: str | None,
     target: str,
@@ -130,6 +138,7 @@ def bench(
     out_dir: str,
     key_path: str | None,
     no_sign: bool,
+    fidelity_rounds: int | None,
 ) -> None:
     """Bench a running server with a recipe's protocol (default: the reference protocol).
 
@@ -137,11 +146,25 @@ def bench(
     Examples:
       kit bench --target http://127.0.0.1:8000
       kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml --set bench.runs=3
+      kit bench --target http://127.0.0.1:8000 --fidelity 5 --set bench.runs=4
     """
     from kit.pipeline import bench_target
     from kit.signing import signing_key
 
     loaded = load_recipe(path or str(REFERENCE_PROTOCOL), overrides)
+    if fidelity_rounds is not None:
+        from kit.bench import model_info
+        from kit.bench.fidelity import fidelity, fidelity_table
+        from kit.report.assemble import new_run_id
+
+        model, _ = model_info(target)
+        result = fidelity(target, loaded.recipe.bench, model, rounds=fidelity_rounds)
+        out = Path(out_dir) / f"fidelity-{loaded.recipe.name}-{new_run_id()}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(result.model_dump_json(indent=2) + "\n")
+        click.echo(fidelity_table(result), err=True)
+        click.echo(str(out))
+        return
     key = signing_key(key_path, not no_sign)
     _echo_run(*bench_target(target, loaded, Path(out_dir), key))
 

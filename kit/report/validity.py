@@ -15,6 +15,7 @@ from kit.base import KitModel
 from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe_findings
 
 if TYPE_CHECKING:
+    from kit.bench import RequestRecord
     from kit.report.schema import Report
 
 CV_LIMIT_PCT = 5.0
@@ -29,6 +30,20 @@ class Validity(KitModel):
 
 def _finding(code: str, severity: str, message: str) -> Finding:
     return Finding.model_validate({"code": code, "severity": severity, "message": message})
+
+
+BURST_S = 0.001
+BURST_MIN_CHUNKS = 8
+
+
+def _burst(r: RequestRecord) -> bool:
+    """Whether a stream's text chunks all but arrived at once: nine in ten within BURST_S of
+    the last, in a stream of at least BURST_MIN_CHUNKS chunks."""
+    times = r.text_chunk_times_s
+    if len(times) < BURST_MIN_CHUNKS:
+        return False
+    late = sum(1 for t in times if times[-1] - t <= BURST_S)
+    return late >= 0.9 * len(times)
 
 
 def _bench_findings(report: Report) -> list[Finding]:
@@ -67,6 +82,19 @@ def _bench_findings(report: Report) -> list[Finding]:
                     f"{name}: decode TPS CV {cv:.1f}% is above {CV_LIMIT_PCT:.0f}%",
                 )
             )
+    burst = [r for r in bench.records if r.phase in ("measured", "load") and _burst(r)]
+    if burst:
+        measured = sum(1 for r in bench.records if r.phase in ("measured", "load"))
+        found.append(
+            _finding(
+                "burst-delivery",
+                "error",
+                f"{len(burst)} of {measured} measured requests arrived in one burst (nine in ten "
+                f"of their text chunks within {BURST_S * 1000:g} ms of the last, first: "
+                f"{burst[0].prompt} #{burst[0].index}): their decode figures time the delivery, "
+                "not the generation (a starved client or server process)",
+            )
+        )
     speculative = report.recipe.get("speculative") or {}
     if speculative.get("method", "none") != "none":
         spec = bench.spec_decode

@@ -171,3 +171,33 @@ def test_a_sweep_stops_where_its_rule_says_and_verify_agrees(
     assert report["status"] == "complete"
     checked = verify(path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_fidelity_interleaves_kit_and_an_independent_client(
+    cpu_recipe: LoadedRecipe, server: RunningServer, tmp_path: Path
+) -> None:
+    sets = [
+        "bench.prefill=null",
+        "bench.warmups=1",
+        "bench.runs=2",
+        "bench.prompts.0.max_tokens=24",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "kit.cli", "bench", "--target", server.url, str(cpu_recipe.path),
+         *[a for s in sets for a in ("--set", s)], "--fidelity", "2", "-o", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(Path(proc.stdout.strip()).read_text())
+    assert [(w["round"], w["arm"]) for w in result["windows"]] == [
+        (r, arm) for r in range(2) for arm in ("kit", "kit-no-sampler", "independent")
+    ]
+    for w in result["windows"]:
+        assert len(w["decode_tps"]) == 2 and all(v > 0 for v in w["decode_tps"])
+        # the server's own count over each arm's window: 2 requests of 24 tokens (ignore_eos)
+        assert w["server"]["generation_tokens"] == 48, w
+    arms = {s["arm"]: s for s in result["summary"]}
+    assert arms["independent"]["vs_independent_pct"] == 0
+    assert arms["kit"]["server_vs_independent_pct"] is not None
+    assert result["goals_met"] in (True, False)
+    assert "kit bench --fidelity: 2 rounds x 2 requests of 'narrative'" in proc.stderr

@@ -167,3 +167,20 @@ def test_verdict_valid_and_reasons_ordered(base: Report) -> None:
         "not-canonical",
     ]
     assert v.reasons[2].message == "narrative: decode TPS CV 7.5% is above 5%"
+
+
+def test_a_stream_delivered_in_one_burst_is_named(base: Report) -> None:
+    out = base.model_dump(mode="json")
+    measured = [r for r in out["bench"]["records"] if r["phase"] == "measured"]
+    first = measured[0]
+    n = len(first["text_chunk_times_s"])
+    assert n >= 8
+    # every chunk at the end of the stream: the client read them all at once
+    first["text_chunk_times_s"] = [first["wall_s"] - 0.0002] * n
+    v = verdict(Report.model_validate(out))
+    burst = [f for f in v.reasons if f.code == "burst-delivery"]
+    assert not v.valid and burst and burst[0].severity == "error"
+    assert burst[0].message.startswith(
+        f"1 of {len(measured)} measured requests arrived in one burst"
+    )
+    assert "burst-delivery" not in [f.code for f in verdict(base).reasons]

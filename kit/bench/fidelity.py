@@ -1,0 +1,266 @@
+"""``kit bench --fidelity``: does kit, while it measures, slow the server it measures?
+
+One server, one prompt of the recipe, rounds of three arms in turn (A B C A B C ...), each arm
+sending the same request ``runs`` times, one at a time:
+
+- ``kit``: kit's own bench (:class:`~kit.bench.runner.Bencher`) with everything it runs while
+  measuring: the GPU sampler (NVML every ``interval_s``), the host-load sampler and the
+  /metrics scrapes around the window;
+- ``kit-no-sampler``: the same bench without the two samplers;
+- ``independent``: a minimal standard-library client in its own process
+  (:mod:`kit.bench.independent`), sharing no code with kit.
+
+For every arm and round: each request's decode tok/s as that client measured it, and the
+server's own decode tok/s over the arm's window (/metrics deltas, read outside it). The summary
+gives each kit arm's mean against the independent arm's (in percent), its worst request against
+the independent arm's median, and the same for the server's own figures, which tell a slower
+server (both agree) from a client that measures wrongly (only kit's figure moves). The goals
+are the issue's: kit's presence slows the server by at most 0.3 % on average, and no request of
+kit's dips more than 2 % below the independent client's median.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+import httpx
+from pydantic import Field
+
+from kit.base import KitModel
+from kit.bench.runner import Bencher
+from kit.bench.stream import request_body, utc_now_ms
+from kit.metrics import ServerWindow, decode_tps, parse_prometheus, server_window
+from kit.recipe import Bench
+
+log = logging.getLogger(__name__)
+
+Arm = Literal["kit", "kit-no-sampler", "independent"]
+ARMS: tuple[Arm, ...] = ("kit", "kit-no-sampler", "independent")
+GOAL_MEAN_PCT = 0.3
+GOAL_DIP_PCT = 2.0
+INDEPENDENT = Path(__file__).with_name("independent.py")
+
+
+class ArmRun(KitModel):
+    """One arm's window in one round."""
+
+    round: int = Field(description="Round, from 0.")
+    arm: Arm = Field(description="Which client measured.")
+    decode_tps: list[float] = Field(description="Each request's decode tok/s, that client's.")
+    server: ServerWindow | None = Field(description="The server's own figures, same window.")
+
+
+class ArmSummary(KitModel):
+    arm: Arm = Field(description="Which client.")
+    mean_decode_tps: float | None = Field(description="Mean over every request of the arm.")
+    vs_independent_pct: float | None = Field(
+        description="Mean against the independent arm's mean, in percent."
+    )
+    worst_dip_pct: float | None = Field(
+        description="The arm's slowest request against the independent arm's median, percent."
+    )
+    server_decode_tps: float | None = Field(description="Mean of the server's own, per window.")
+    server_vs_independent_pct: float | None = Field(
+        description="The server's own figure in this arm's windows against in the independent "
+        "arm's, in percent: the server itself ran slower when this is negative."
+    )
+
+
+class Fidelity(KitModel):
+    """The interleave, and whether kit met the goals."""
+
+    target: str = Field(description="The server.")
+    served_model: str = Field(description="Model name in the requests.")
+    prompt: str = Field(description="The recipe's prompt used.")
+    max_tokens: int = Field(description="max_tokens sent.")
+    runs: int = Field(description="Requests per arm and round.")
+    rounds: int = Field(description="Rounds of the three arms.")
+    sample_interval_s: float = Field(description="The GPU sampler's interval in the kit arm.")
+    started_at: str = Field(description="UTC start.")
+    finished_at: str = Field(description="UTC end.")
+    windows: list[ArmRun] = Field(description="Every arm's window, in the order run.")
+    summary: list[ArmSummary] = Field(description="Per arm.")
+    goal_mean_pct: float = Field(description="Most kit may slow the server on average, percent.")
+    goal_dip_pct: float = Field(description="Most one request of kit's may dip, percent.")
+    goals_met: bool | None = Field(description="Both goals met by the kit arm (None: unknown).")
+
+
+def _pct(x: float | None, ref: float | None) -> float | None:
+    return (x - ref) / ref * 100 if x is not None and ref else None
+
+
+def _scrape(client: httpx.Client, url: str) -> dict:  # type: ignore[type-arg]
+    try:
+        resp = client.get(url + "/metrics")
+        return parse_prometheus(resp.text) if resp.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError):
+        return {}
+
+
+def _kit_arm(url: str, bench: Bench, model: str, sampler: bool, interval_s: float) -> ArmRun:
+    from kit.probe import GpuSampler, HostLoadSampler
+
+    bencher = Bencher(url, bench, model)
+    if sampler:
+        with GpuSampler(interval_s=interval_s) as gpu, HostLoadSampler() as load:
+            bencher.hooks += [gpu.mark, load.mark]
+            result = bencher.run()
+    else:
+        result = bencher.run()
+    if not result.complete:
+        raise RuntimeError(f"kit's bench did not complete: {result.incomplete_reason}")
+    measured = [r for r in result.records if r.phase == "measured" and r.decode_tps]
+    server = result.prompts[0].server if result.prompts else None
+    arm: Arm = "kit" if sampler else "kit-no-sampler"
+    return ArmRun(
+        round=0, arm=arm, decode_tps=[r.decode_tps or 0.0 for r in measured], server=server
+    )
+
+
+def _independent_arm(url: str, body: dict, runs: int, client: httpx.Client) -> ArmRun:  # type: ignore[type-arg]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(body, fh)
+    before = _scrape(client, url)
+    proc = subprocess.run(
+        [sys.executable, "-I", str(INDEPENDENT), url, fh.name, str(runs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    after = _scrape(client, url)
+    Path(fh.name).unlink(missing_ok=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the independent client failed: {proc.stderr[-500:]}")
+    rates = []
+    for line in proc.stdout.splitlines():
+        row = json.loads(line)
+        if row["error"]:
+            raise RuntimeError(f"the independent client: {row['error']}")
+        rate = decode_tps(row["completion_tokens"] or 0, row["wall_s"], row["ttft_s"])
+        if rate:
+            rates.append(rate)
+    server = server_window(before, after) if before and after else None
+    return ArmRun(round=0, arm="independent", decode_tps=rates, server=server)
+
+
+def summarize(windows: list[ArmRun]) -> list[ArmSummary]:
+    def of(arm: Arm) -> list[ArmRun]:
+        return [w for w in windows if w.arm == arm]
+
+    ind = [v for w in of("independent") for v in w.decode_tps]
+    ind_mean = statistics.fmean(ind) if ind else None
+    ind_median = statistics.median(ind) if ind else None
+    ind_server = [
+        w.server.decode_tps for w in of("independent") if w.server and w.server.decode_tps
+    ]
+    ind_server_mean = statistics.fmean(ind_server) if ind_server else None
+    out = []
+    for arm in ARMS:
+        values = [v for w in of(arm) for v in w.decode_tps]
+        mean = statistics.fmean(values) if values else None
+        srv = [w.server.decode_tps for w in of(arm) if w.server and w.server.decode_tps]
+        srv_mean = statistics.fmean(srv) if srv else None
+        out.append(
+            ArmSummary(
+                arm=arm,
+                mean_decode_tps=mean,
+                vs_independent_pct=_pct(mean, ind_mean),
+                worst_dip_pct=_pct(min(values), ind_median) if values else None,
+                server_decode_tps=srv_mean,
+                server_vs_independent_pct=_pct(srv_mean, ind_server_mean),
+            )
+        )
+    return out
+
+
+def fidelity(
+    url: str,
+    bench: Bench,
+    model: str,
+    *,
+    rounds: int,
+    interval_s: float = 0.5,
+) -> Fidelity:
+    """The interleave (the module's docstring) against the server at ``url``, with the first of
+    the recipe's prompts and its warm-ups and runs."""
+    url = url.rstrip("/")
+    prompt = bench.prompts[0]
+    one = bench.model_copy(update={"prompts": [prompt], "prefill": None, "load": None})
+    warm = one.model_copy(update={"runs": max(one.warmups, 1), "warmups": 0})
+    measured = one.model_copy(update={"warmups": 0})
+    body = request_body(measured, model, prompt.text, prompt.max_tokens)
+    started = utc_now_ms()
+    Bencher(url, warm, model).run()  # warm the server once
+    windows: list[ArmRun] = []
+    with httpx.Client(timeout=30) as client:
+        for rnd in range(rounds):
+            for arm in ARMS:
+                if arm == "independent":
+                    run = _independent_arm(url, body, measured.runs, client)
+                else:
+                    run = _kit_arm(url, measured, model, arm == "kit", interval_s)
+                windows.append(run.model_copy(update={"round": rnd}))
+                log.info(
+                    "fidelity: round %d %s: %s tok/s",
+                    rnd,
+                    arm,
+                    ", ".join(f"{v:.1f}" for v in run.decode_tps),
+                )
+    summary = summarize(windows)
+    kit = next(s for s in summary if s.arm == "kit")
+    met = None
+    if kit.server_vs_independent_pct is not None and kit.worst_dip_pct is not None:
+        met = kit.server_vs_independent_pct >= -GOAL_MEAN_PCT and kit.worst_dip_pct >= -GOAL_DIP_PCT
+    return Fidelity(
+        target=url,
+        served_model=model,
+        prompt=prompt.name,
+        max_tokens=prompt.max_tokens,
+        runs=measured.runs,
+        rounds=rounds,
+        sample_interval_s=interval_s,
+        started_at=started,
+        finished_at=utc_now_ms(),
+        windows=windows,
+        summary=summary,
+        goal_mean_pct=GOAL_MEAN_PCT,
+        goal_dip_pct=GOAL_DIP_PCT,
+        goals_met=met,
+    )
+
+
+def fidelity_table(f: Fidelity) -> str:
+    def n(v: float | None, d: int = 1, sign: bool = False) -> str:
+        return "-" if v is None else f"{v:{'+' if sign else ''}.{d}f}"
+
+    head = (
+        f"  {'arm':<15} {'decode tok/s':>12} {'vs independent':>15} {'worst dip':>10} "
+        f"{'server tok/s':>12} {'server vs ind.':>15}"
+    )
+    lines = [
+        f"kit bench --fidelity: {f.rounds} rounds x {f.runs} requests of {f.prompt!r} per arm "
+        f"against {f.target}",
+        head,
+        "  " + "-" * (len(head) - 2),
+    ]
+    for s in f.summary:
+        vs = n(s.vs_independent_pct, 2, True) + " %"
+        dip = n(s.worst_dip_pct, 2, True) + " %"
+        srv = n(s.server_vs_independent_pct, 2, True) + " %"
+        lines.append(
+            f"  {s.arm:<15} {n(s.mean_decode_tps):>12} {vs:>15} {dip:>10} "
+            f"{n(s.server_decode_tps):>12} {srv:>15}"
+        )
+    goal = {True: "met", False: "NOT met", None: "unknown (no server counters)"}[f.goals_met]
+    lines.append(
+        f"  goals (kit slows the server by at most {f.goal_mean_pct:g} % on average, no request "
+        f"dips more than {f.goal_dip_pct:g} %): {goal}"
+    )
+    return "\n".join(lines)
