@@ -53,6 +53,7 @@ from kit.recipe.traffic import (
     SweepLoad,
     point_label,
     point_levels,
+    point_requests,
 )
 
 log = logging.getLogger(__name__)
@@ -408,7 +409,7 @@ def run_point(
     from it."""
     load = bench.load
     assert load is not None
-    count = load.warmup_requests if phase == "load_warmup" else load.requests
+    count = load.warmup_requests if phase == "load_warmup" else point_requests(load, level)
     if count == 0:
         return [], 0.0
     cpu0, wall0 = time.process_time(), time.perf_counter()

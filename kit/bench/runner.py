@@ -53,7 +53,7 @@ from kit.metrics import (
     spec_decode_delta,
 )
 from kit.recipe import Bench
-from kit.recipe.traffic import FileDataset, RandomDataset, point_label
+from kit.recipe.traffic import FileDataset, RandomDataset, point_label, point_requests
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +235,8 @@ class Bencher:
     def _load_points(self, points: list[LoadPoint]) -> None:
         load = self.bench.load
         assert load is not None
-        planned = self.planned(load.warmup_requests + load.requests)
+        most = max(point_requests(load, v) for v in levels(self.bench))
+        planned = self.planned(load.warmup_requests + most)
         for n, level in enumerate(levels(self.bench)):
             label = point_label(load, level)
             salt, t0 = secrets.token_hex(4), time.perf_counter()

@@ -28,7 +28,9 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 class _Point(RecipeModel):
-    requests: int = Field(gt=0, description="Measured requests per point.")
+    requests: int = Field(
+        gt=0, description="Measured requests per point (see requests_per_stream)."
+    )
     warmup_requests: int = Field(
         0, ge=0, description="Requests sent before each point's measured ones, then discarded."
     )
@@ -42,6 +44,12 @@ class ConcurrencyLoad(_Point):
 
     pattern: Literal["concurrency"] = Field(description="Fixed concurrency per point.")
     levels: list[int] = Field(min_length=1, description="Streams in flight, one point each.")
+    requests_per_stream: int | None = Field(
+        None,
+        gt=0,
+        description="Measured requests per point = level x this, in place of `requests` (as "
+        "`vllm bench serve --num-prompts $((C*k))` sweeps are run).",
+    )
 
     @field_validator("levels")
     @classmethod
@@ -91,6 +99,11 @@ class SweepLoad(_Point):
     )
     slo_fraction: float = Field(
         0.9, gt=0, le=1, description="With bench.slo: stop once fewer requests meet it."
+    )
+    requests_per_stream: int | None = Field(
+        None,
+        gt=0,
+        description="Measured requests per point = level x this, in place of `requests`.",
     )
 
     @model_validator(mode="after")
@@ -181,3 +194,9 @@ def point_levels(load: AnyLoad) -> list[float]:
         step = max(int(out[-1] * load.factor), int(out[-1]) + 1)
         out.append(float(min(step, load.max_concurrency)))
     return out
+
+
+def point_requests(load: AnyLoad, level: float) -> int:
+    """Measured requests of the point at ``level``."""
+    per_stream = getattr(load, "requests_per_stream", None)
+    return int(level) * per_stream if per_stream else load.requests

@@ -208,7 +208,7 @@ def records_item(report: Report) -> CheckItem:
 def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
     """(prompt, phase) -> (max_tokens, how many requests) from the recipe's bench section; a
     load point's max_tokens vary with its dataset (None: not checked here)."""
-    from kit.recipe.traffic import point_label, point_levels
+    from kit.recipe.traffic import point_label, point_levels, point_requests
 
     if bench is None:
         return {}
@@ -217,7 +217,7 @@ def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
         for level in point_levels(bench.load):
             label = point_label(bench.load, level)
             out[(label, "load_warmup")] = (None, bench.load.warmup_requests)
-            out[(label, "load")] = (None, bench.load.requests)
+            out[(label, "load")] = (None, point_requests(bench.load, level))
         for name in ("prefill_warmup", "prefill"):
             if bench.prefill is not None:
                 for depth in bench.prefill.depths:

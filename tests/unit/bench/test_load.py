@@ -305,3 +305,18 @@ def test_a_sweep_stops_at_saturation_failed_slos_or_its_max() -> None:
     assert sweep_stop(sweep, [pt(1, 100, good=0)], slo) == (
         "SLOs failed: 0 % of requests met bench.slo, below 90 %"
     )
+
+
+@pytest.mark.parametrize("server", [(99, "none")], indirect=True)
+def test_requests_per_stream_scales_each_point(server: str) -> None:
+    bench = LOAD.model_copy(
+        update={
+            "load": LOAD.load.model_copy(update={"requests_per_stream": 2, "levels": [1, 3]})  # type: ignore[union-attr]
+        }
+    )
+    result = Bencher(server, bench, "m").run()
+    assert result.complete, result.incomplete_reason
+    assert [(p.label, p.requests) for p in result.load_points] == [
+        ("concurrency-1", 2),
+        ("concurrency-3", 6),
+    ]
