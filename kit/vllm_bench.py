@@ -28,17 +28,23 @@ import json
 import logging
 import os
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from kit.bench import BenchResult, PromptSummary
 from kit.errors import BadInputError
 from kit.paths import display_path
 from kit.recipe import Bench, Prompt, VllmBenchSettings
+from kit.vllm_bench_load import VllmBenchPoint, invoke, run_points
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +102,21 @@ class VllmBench(BaseModel):
     warmups: int = Field(description="Warm-up requests per prompt.")
     runs: int = Field(description="Measured requests per prompt.")
     prompts: list[VllmBenchPrompt] = Field(description="Per prompt.")
-    agree: bool | None = Field(description="Every prompt agrees (None: nothing comparable).")
+    points: list[VllmBenchPoint] = Field(
+        default_factory=list,
+        description="Per load point, for a bench with a load pattern (kit.vllm_bench_load).",
+    )
+    agree: bool | None = Field(
+        description="Every prompt (or load point) agrees (None: nothing comparable)."
+    )
     notes: list[str] = Field(default_factory=list, description="Why figures differ, if they do.")
+
+    @model_serializer(mode="wrap")
+    def _points_only_under_load(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not data.get("points"):
+            data.pop("points", None)  # a sequential run's comparison is written as it was
+        return data
 
 
 DEFINITIONS = (
@@ -318,6 +337,30 @@ def run_vllm_bench(
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if bench.load is not None:
+        points, notes = run_points(
+            python=python,
+            env=env,
+            url=url,
+            model=model,
+            tokenizer=tokenizer,
+            bench=bench,
+            warmups=settings.warmups,
+            timeout_s=settings.timeout_s,
+            kit_result=kit_result,
+            out_dir=out_dir,
+        )
+        judged = [p.agree for p in points if p.agree is not None]
+        return VllmBench(
+            tool="python -m vllm.entrypoints.cli.main bench serve (the engine's own)",
+            definitions="at each load point, as kit.vllm_bench_load says",
+            warmups=settings.warmups,
+            runs=0,
+            prompts=[],
+            points=points,
+            agree=all(judged) if judged else None,
+            notes=notes,
+        )
     summaries = {p.prompt: p for p in (kit_result.prompts if kit_result else [])}
     entries: list[VllmBenchPrompt] = []
     for prompt in bench.prompts:
@@ -338,22 +381,8 @@ def run_vllm_bench(
         )
         log.info("vllm bench serve: %s, %d requests at concurrency 1", prompt.name, runs)
         t0 = time.monotonic()
-        error: str | None = None
-        try:
-            proc = subprocess.run(
-                [python, "-m", "vllm.entrypoints.cli.main", *argv],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=env,
-                timeout=settings.timeout_s,
-                check=False,
-            )
-            (out_dir / f"vllm-bench-{prompt.name}.log").write_text(proc.stdout)
-            if proc.returncode != 0:
-                error = f"exit {proc.returncode}: " + " | ".join(proc.stdout.splitlines()[-3:])
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        log_file = out_dir / f"vllm-bench-{prompt.name}.log"
+        error = invoke(python, argv, env, settings.timeout_s, log_file)
         shown = shown_argv(argv, out_dir)
         path = out_dir / name
         if error is None and path.exists():

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from kit.build import Built
+from kit.engine import EngineEnv
 from kit.recipe import LoadedRecipe
 from kit.serve import RunningServer
 from kit.signing import canonical_bytes
@@ -203,3 +205,41 @@ def test_fidelity_interleaves_kit_and_an_independent_client(
     assert arms["kit"]["server_vs_independent_pct"] is not None
     assert result["goals_met"] in (True, False)
     assert "kit bench --fidelity: 2 rounds x 2 requests of 'narrative'" in proc.stderr
+
+
+def test_vllm_bench_serve_runs_at_each_load_point(
+    cpu_recipe: LoadedRecipe,
+    server: RunningServer,
+    built: Built,
+    engine_env: EngineEnv,
+    tmp_path: Path,
+) -> None:
+    from kit.bench import Bencher, model_info
+    from kit.recipe import load_recipe
+    from kit.vllm_bench import run_vllm_bench
+
+    sets = [
+        *QUIET,
+        "bench.load={pattern: concurrency, levels: [1, 2], requests: 3}",
+        "bench.dataset={kind: random, input_tokens: 64, output_tokens: 12}",
+        "bench.vllm_bench={warmups: 1}",
+    ]
+    bench = load_recipe(cpu_recipe.path, sets).recipe.bench
+    name, _ = model_info(server.url)
+    result = Bencher(server.url, bench, name).run()
+    assert result.complete, result.incomplete_reason
+    assert bench.vllm_bench is not None
+    side = run_vllm_bench(
+        python=engine_env.python, pythonpath=engine_env.pythonpath, url=server.url, model=name,
+        tokenizer=built.served_dir, bench=bench, settings=bench.vllm_bench, kit_result=result,
+        out_dir=tmp_path,
+    )  # fmt: skip
+    assert [p.label for p in side.points] == ["concurrency-1", "concurrency-2"]
+    for p in side.points:
+        assert p.error is None and (p.completed, p.failed) == (3, 0), p
+        assert "--max-concurrency" in p.argv and "--ignore-eos" in p.argv
+        figures = {f.figure: f for f in p.figures}
+        assert figures["output tok/s"].vllm and figures["output tok/s"].kit
+        assert figures["TPOT p50"].delta_pct is not None
+    assert side.agree in (True, False)  # 2 cores: agreement is not expected here
+    assert side.prompts == []

@@ -320,3 +320,27 @@ def test_requests_per_stream_scales_each_point(server: str) -> None:
         ("concurrency-1", 2),
         ("concurrency-3", 6),
     ]
+
+
+def test_a_point_agrees_with_vllm_within_two_percent_on_each_median() -> None:
+    from kit.vllm_bench_load import compare_point
+
+    point = summarize_point(
+        "concurrency-2", "concurrency", 2, [record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.3])], None
+    )
+    assert point.output_tps is not None and point.tpot_ms.p50 is not None
+    theirs = {
+        "output_throughput": point.output_tps * 1.01,
+        "median_ttft_ms": point.ttft_ms.p50,
+        "median_tpot_ms": point.tpot_ms.p50 * 0.99,
+        "median_itl_ms": point.itl_ms.p50,
+        "p99_ttft_ms": 1.0,  # p99s are shown, not judged
+        "p99_tpot_ms": None,
+    }
+    figures, agree = compare_point(point, theirs)
+    assert agree is True
+    assert [f.figure for f in figures][:4] == ["output tok/s", "TTFT p50", "TPOT p50", "ITL p50"]
+    _, off = compare_point(point, {**theirs, "median_itl_ms": (point.itl_ms.p50 or 0) * 1.05})
+    assert off is False
+    _, unknown = compare_point(point, {**theirs, "median_ttft_ms": None})
+    assert unknown is None

@@ -1,0 +1,241 @@
+"""`vllm bench serve` at each of kit's load points, against the same server, side by side.
+
+For a recipe whose bench has a load pattern and a random dataset: per point, one invocation with
+the same shape of traffic: ``--dataset-name random`` with the dataset's input and output
+lengths and range ratio, ``--ignore-eos`` when the dataset sets it, the point's measured
+requests as ``--num-prompts`` and its warm-ups as ``--num-warmups``; at a concurrency point
+``--max-concurrency`` with ``--request-rate inf``, at a rate point ``--request-rate`` with
+``--burstiness 1`` (Poisson; kit's constant arrivals have no exact vLLM equivalent and are
+sent as Poisson, which the entry says) and the rate pattern's ``max_concurrency``. Through the
+chat endpoint, as kit sends them.
+
+Both tools define the figures alike here (vLLM's benchmark is where kit's load definitions come
+from): output throughput over the benchmark's duration, TTFT to the first token, TPOT per
+request excluding the first, ITL per chunk. Agreement: output throughput and the median TTFT,
+TPOT and ITL each within 2 %.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kit.bench import BenchResult
+from kit.bench.load import LoadPoint
+from kit.recipe import Bench
+from kit.recipe.traffic import RandomDataset, RateLoad
+
+log = logging.getLogger(__name__)
+
+TOLERANCE_PCT = 2.0
+# (name, vLLM result key, kit's field of a point, its statistic or None)
+FIGURES: tuple[tuple[str, str, str, str | None], ...] = (
+    ("output tok/s", "output_throughput", "output_tps", None),
+    ("TTFT p50", "median_ttft_ms", "ttft_ms", "p50"),
+    ("TPOT p50", "median_tpot_ms", "tpot_ms", "p50"),
+    ("ITL p50", "median_itl_ms", "itl_ms", "p50"),
+    ("TTFT p99", "p99_ttft_ms", "ttft_ms", "p99"),
+    ("TPOT p99", "p99_tpot_ms", "tpot_ms", "p99"),
+)
+AGREEMENT = ("output tok/s", "TTFT p50", "TPOT p50", "ITL p50")
+
+
+class PointFigure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    figure: str = Field(description="e.g. 'output tok/s', 'TTFT p50' (ms).")
+    kit: float | None = Field(description="kit's value at the point.")
+    vllm: float | None = Field(description="vLLM's value at the point.")
+    delta_pct: float | None = Field(description="(kit - vLLM) / vLLM, percent.")
+
+
+class VllmBenchPoint(BaseModel):
+    """One load point: vLLM's figures beside kit's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = Field(description="kit's point, e.g. concurrency-4.")
+    argv: list[str] = Field(description="The `vllm bench serve` arguments (after the module).")
+    result_file: str | None = Field(None, description="vLLM's saved result (beside the report).")
+    completed: int = Field(description="Requests vLLM counted as completed.")
+    failed: int = Field(description="Requests vLLM counted as failed.")
+    figures: list[PointFigure] = Field(description="Each figure, kit's and vLLM's.")
+    agree: bool | None = Field(
+        description="Output tok/s and the median TTFT, TPOT, ITL within 2 % (None: not compared)."
+    )
+    note: str | None = Field(None, description="What differs in how the two sent the traffic.")
+    error: str | None = Field(None, description="Why the invocation failed, if it did.")
+
+
+def invoke(
+    python: str, argv: list[str], env: dict[str, str], timeout_s: float, log_file: Path
+) -> str | None:
+    """Run `vllm bench serve` (``argv`` after the module), its output into ``log_file``; why it
+    failed, or None."""
+    try:
+        proc = subprocess.run(
+            [python, "-m", "vllm.entrypoints.cli.main", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    log_file.write_text(proc.stdout)
+    if proc.returncode != 0:
+        return f"exit {proc.returncode}: " + " | ".join(proc.stdout.splitlines()[-3:])
+    return None
+
+
+def point_argv(
+    *,
+    url: str,
+    model: str,
+    tokenizer: Path,
+    bench: Bench,
+    point: LoadPoint,
+    warmups: int,
+    result_dir: Path,
+    result_file: str,
+) -> list[str]:
+    """`vllm bench serve` arguments for one of kit's load points (random dataset)."""
+    ds = bench.dataset
+    load = bench.load
+    assert isinstance(ds, RandomDataset) and load is not None
+    argv = [
+        "bench", "serve", "--backend", "openai-chat", "--base-url", url.rstrip("/"),
+        "--endpoint", "/v1/chat/completions", "--model", model, "--tokenizer", str(tokenizer),
+        "--dataset-name", "random", "--random-input-len", str(ds.input_tokens),
+        "--random-output-len", str(ds.output_tokens), "--random-range-ratio", str(ds.range_ratio),
+        "--seed", str(ds.seed), "--num-prompts", str(point.requests), "--num-warmups",
+        str(warmups), "--temperature", str(bench.sampling.temperature),
+        "--top-p", str(bench.sampling.top_p), "--top-k", str(bench.sampling.top_k),
+        "--min-p", str(bench.sampling.min_p),
+        "--extra-body", json.dumps({"chat_template_kwargs": dict(bench.chat_template_kwargs)}),
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,95,99",
+        "--save-result", "--result-dir", str(result_dir), "--result-filename", result_file,
+        "--disable-tqdm",
+    ]  # fmt: skip
+    if isinstance(load, RateLoad):
+        argv += ["--request-rate", f"{point.level:g}", "--burstiness", "1"]
+        if load.max_concurrency:
+            argv += ["--max-concurrency", str(load.max_concurrency)]
+    else:
+        argv += ["--request-rate", "inf", "--max-concurrency", str(int(point.level))]
+    if ds.ignore_eos:
+        argv.append("--ignore-eos")
+    return argv
+
+
+def compare_point(point: LoadPoint, data: dict[str, Any]) -> tuple[list[PointFigure], bool | None]:
+    """kit's figures of a point against vLLM's saved result."""
+    figures = []
+    for name, key, field, stat in FIGURES:
+        raw = data.get(key)
+        theirs = float(raw) if isinstance(raw, (int, float)) else None
+        value = getattr(point, field)
+        ours: float | None = getattr(value, stat) if stat else value
+        delta = (ours - theirs) / theirs * 100 if ours is not None and theirs else None
+        figures.append(PointFigure(figure=name, kit=ours, vllm=theirs, delta_pct=delta))
+    judged = [f.delta_pct for f in figures if f.figure in AGREEMENT]
+    if any(d is None for d in judged):
+        return figures, None
+    return figures, all(abs(d or 0) <= TOLERANCE_PCT for d in judged)
+
+
+def run_points(
+    *,
+    python: str,
+    env: dict[str, str],
+    url: str,
+    model: str,
+    tokenizer: Path,
+    bench: Bench,
+    warmups: int,
+    timeout_s: float,
+    kit_result: BenchResult | None,
+    out_dir: Path,
+) -> tuple[list[VllmBenchPoint], list[str]]:
+    """One `vllm bench serve` per kit load point; the entries and notes on what differs."""
+    points = kit_result.load_points if kit_result else []
+    if not isinstance(bench.dataset, RandomDataset):
+        kind = bench.dataset.kind if bench.dataset else "prompts"
+        return [], [f"vllm bench serve: not run at the load points: the dataset is {kind}, "
+                    "and only a random one is sent alike by both"]  # fmt: skip
+    note = None
+    if isinstance(bench.load, RateLoad) and bench.load.arrival == "constant":
+        note = "kit sent constant arrivals, vLLM Poisson ones (burstiness 1)"
+    entries: list[VllmBenchPoint] = []
+    for point in points:
+        name = f"vllm-bench-{point.label}.json"
+        argv = point_argv(
+            url=url,
+            model=model,
+            tokenizer=tokenizer,
+            bench=bench,
+            point=point,
+            warmups=warmups,
+            result_dir=out_dir,
+            result_file=name,
+        )
+        log.info("vllm bench serve: %s, %d requests", point.label, point.requests)
+        t0 = time.monotonic()
+        error = invoke(python, argv, env, timeout_s, out_dir / f"vllm-bench-{point.label}.log")
+        from kit.vllm_bench import shown_argv
+
+        shown = shown_argv(argv, out_dir)
+        path = out_dir / name
+        if error is None and path.exists():
+            data = json.loads(path.read_text())
+            figures, agree = compare_point(point, data)
+            entries.append(
+                VllmBenchPoint(
+                    label=point.label,
+                    argv=shown,
+                    result_file=name,
+                    completed=int(data.get("completed") or 0),
+                    failed=int(data.get("failed") or 0),
+                    figures=figures,
+                    agree=agree,
+                    note=note,
+                )
+            )
+            log.info("vllm bench serve: %s done in %.0f s", point.label, time.monotonic() - t0)
+        else:
+            entries.append(
+                VllmBenchPoint(
+                    label=point.label,
+                    argv=shown,
+                    completed=0,
+                    failed=point.requests,
+                    figures=[],
+                    agree=None,
+                    note=note,
+                    error=error or "no result file written",
+                )
+            )
+            log.error("vllm bench serve: %s failed: %s", point.label, error)
+    notes = []
+    for e in entries:
+        if e.error:
+            notes.append(f"{e.label}: vllm bench serve failed: {e.error}")
+        for f in e.figures:
+            if (
+                f.figure in AGREEMENT
+                and f.delta_pct is not None
+                and abs(f.delta_pct) > TOLERANCE_PCT
+            ):
+                notes.append(
+                    f"{e.label}: {f.figure} differs by {f.delta_pct:+.2f} % (kit {f.kit:.2f}, "
+                    f"vLLM {f.vllm:.2f}): the two ran one after the other on the same server"
+                )
+    return entries, notes
