@@ -34,9 +34,9 @@ import httpx
 from pydantic import Field
 
 from kit.base import KitModel
-from kit.bench.runner import Bencher
+from kit.bench.runner import Bencher, scrape_metrics
 from kit.bench.stream import request_body, utc_now_ms
-from kit.metrics import ServerWindow, decode_tps, parse_prometheus, server_window
+from kit.metrics import ServerWindow, decode_tps, server_window
 from kit.recipe import Bench
 
 log = logging.getLogger(__name__)
@@ -96,14 +96,6 @@ def _pct(x: float | None, ref: float | None) -> float | None:
     return (x - ref) / ref * 100 if x is not None and ref else None
 
 
-def _scrape(client: httpx.Client, url: str) -> dict:  # type: ignore[type-arg]
-    try:
-        resp = client.get(url + "/metrics")
-        return parse_prometheus(resp.text) if resp.status_code == 200 else {}
-    except (httpx.HTTPError, ValueError):
-        return {}
-
-
 def _kit_arm(url: str, bench: Bench, model: str, sampler: bool, interval_s: float) -> ArmRun:
     from kit.probe import GpuSampler, HostLoadSampler
 
@@ -127,14 +119,14 @@ def _kit_arm(url: str, bench: Bench, model: str, sampler: bool, interval_s: floa
 def _independent_arm(url: str, body: dict, runs: int, client: httpx.Client) -> ArmRun:  # type: ignore[type-arg]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(body, fh)
-    before = _scrape(client, url)
+    before = scrape_metrics(client, url)
     proc = subprocess.run(
         [sys.executable, "-I", str(INDEPENDENT), url, fh.name, str(runs)],
         capture_output=True,
         text=True,
         check=False,
     )
-    after = _scrape(client, url)
+    after = scrape_metrics(client, url)
     Path(fh.name).unlink(missing_ok=True)
     if proc.returncode != 0:
         raise RuntimeError(f"the independent client failed: {proc.stderr[-500:]}")

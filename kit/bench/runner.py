@@ -76,6 +76,21 @@ def _filler(words: int, salt: str) -> str:
     return f"[{salt}] Summarize the following notes in one sentence. {body}"
 
 
+def scrape_metrics(client: httpx.Client, url: str) -> dict[Sample, float]:
+    """The server's /metrics, parsed; empty when it cannot be read or parsed (logged)."""
+    try:
+        resp = client.get(url + "/metrics")
+    except httpx.HTTPError:
+        return {}
+    if resp.status_code != 200:
+        return {}
+    try:
+        return parse_prometheus(resp.text)
+    except ValueError as exc:
+        log.warning("bench: %s: no server-side figures for this window", exc)
+        return {}
+
+
 class Bencher:
     """Runs the protocol against one server."""
 
@@ -108,17 +123,7 @@ class Bencher:
             hook(label)
 
     def scrape(self) -> dict[Sample, float]:
-        try:
-            resp = self.client.get(self.url + "/metrics")
-        except httpx.HTTPError:
-            return {}
-        if resp.status_code != 200:
-            return {}
-        try:
-            return parse_prometheus(resp.text)
-        except ValueError as exc:
-            log.warning("bench: %s: no server-side figures for this window", exc)
-            return {}
+        return scrape_metrics(self.client, self.url)
 
     def _one(
         self,
@@ -235,9 +240,10 @@ class Bencher:
     def _load_points(self, points: list[LoadPoint]) -> None:
         load = self.bench.load
         assert load is not None
-        most = max(point_requests(load, v) for v in levels(self.bench))
+        steps = levels(self.bench)
+        most = max(point_requests(load, v) for v in steps)
         planned = self.planned(load.warmup_requests + most)
-        for n, level in enumerate(levels(self.bench)):
+        for n, level in enumerate(steps):
             label = point_label(load, level)
             salt, t0 = secrets.token_hex(4), time.perf_counter()
             args = (self.url, self.bench, self.model, level, planned)
@@ -282,7 +288,7 @@ class Bencher:
             if stop is not None:
                 log.info("bench: sweep stopped after %s: %s", label, stop)
                 break
-            if load.cooldown_s and n + 1 < len(levels(self.bench)):
+            if load.cooldown_s and n + 1 < len(steps):
                 time.sleep(load.cooldown_s)
 
     def _count_tokens(self, text: str) -> int | None:

@@ -323,7 +323,7 @@ def test_requests_per_stream_scales_each_point(server: str) -> None:
 
 
 def test_a_point_agrees_with_vllm_within_two_percent_on_each_median() -> None:
-    from kit.vllm_bench_load import compare_point
+    from kit.vllm_bench.points import compare_point
 
     point = summarize_point(
         "concurrency-2", "concurrency", 2, [record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.3])], None

@@ -30,6 +30,7 @@ from kit.bench import BenchResult
 from kit.bench.load import LoadPoint
 from kit.recipe import Bench
 from kit.recipe.traffic import RandomDataset, RateLoad
+from kit.vllm_bench.prompts import shown_argv
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +191,6 @@ def run_points(
         log.info("vllm bench serve: %s, %d requests", point.label, point.requests)
         t0 = time.monotonic()
         error = invoke(python, argv, env, timeout_s, out_dir / f"vllm-bench-{point.label}.log")
-        from kit.vllm_bench import shown_argv
-
         shown = shown_argv(argv, out_dir)
         path = out_dir / name
         if error is None and path.exists():

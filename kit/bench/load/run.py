@@ -1,0 +1,132 @@
+"""Running a load point: its requests sent by the pattern over the asyncio client."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kit.bench import aio
+from kit.bench.load.datasets import Planned
+from kit.bench.stream import Phase, RequestRecord, request_body
+from kit.recipe import Bench
+from kit.recipe.traffic import AnyLoad, RateLoad, point_label, point_levels, point_requests
+
+
+def arrival_gaps(load: RateLoad, rate: float, count: int) -> list[float]:
+    """Seconds between consecutive sends at ``rate`` (the first send at 0)."""
+    if load.arrival == "constant":
+        return [0.0] + [1.0 / rate] * (count - 1)
+    rng = random.Random(load.seed)
+    return [0.0] + [rng.expovariate(rate) for _ in range(count - 1)]
+
+
+async def _run_point(
+    url: str,
+    bench: Bench,
+    model: str,
+    load: AnyLoad,
+    level: float,
+    planned: list[Planned],
+    phase: Phase,
+    count: int,
+    salt: str,
+    t0: float,
+    on_request: Callable[[RequestRecord], None] | None,
+) -> list[RequestRecord]:
+    label = point_label(load, level)
+    offset = load.warmup_requests if phase == "load" else 0  # the measured ones follow on
+
+    def body(i: int) -> dict[str, Any]:
+        p = planned[(offset + i) % len(planned)]
+        return request_body(bench, model, f"[{salt}-{offset + i}] {p.text}", p.max_tokens)
+
+    async def one(conn: aio.Connection, i: int) -> RequestRecord:
+        rec = await aio.stream_request(
+            conn,
+            body(i),
+            prompt=label,
+            phase=phase,
+            index=i,
+            usable_fraction=bench.usable_fraction,
+            deadline_s=bench.request_timeout_s,
+            stall_s=bench.stall_timeout_s,
+            t0=t0,
+        )
+        if on_request:
+            on_request(rec)
+        return rec
+
+    records: list[RequestRecord] = []
+    if not isinstance(load, RateLoad):  # concurrency, or a sweep's point
+        queue = iter(range(count))
+
+        async def worker() -> None:
+            conn = aio.Connection(url)
+            try:
+                for i in queue:
+                    records.append(await one(conn, i))
+            finally:
+                await conn.close()
+
+        await asyncio.gather(*(worker() for _ in range(int(level))))
+    else:
+        limit = asyncio.Semaphore(load.max_concurrency or count)
+        idle: list[aio.Connection] = []
+
+        async def send(i: int) -> None:
+            async with limit:
+                conn = idle.pop() if idle else aio.Connection(url)
+                records.append(await one(conn, i))
+                idle.append(conn)
+
+        tasks = []
+        start, due = time.perf_counter(), 0.0
+        for i, gap in enumerate(arrival_gaps(load, level, count)):
+            due += gap
+            delay = start + due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(send(i)))
+        await asyncio.gather(*tasks)
+        for conn in idle:
+            await conn.close()
+    # in send order, indexed so, as the verifier expects them
+    records.sort(key=lambda r: r.sent_s or 0.0)
+    return [r.model_copy(update={"index": n}) for n, r in enumerate(records)]
+
+
+def run_point(
+    url: str,
+    bench: Bench,
+    model: str,
+    level: float,
+    planned: list[Planned],
+    phase: Phase,
+    salt: str,
+    t0: float,
+    on_request: Callable[[RequestRecord], None] | None = None,
+) -> tuple[list[RequestRecord], float]:
+    """The warm-up (``phase`` load_warmup) or the measured requests (load) of one point of the
+    recipe's load pattern; their records, in send order, and the client's CPU use over them
+    in percent of one core. ``t0`` (perf_counter) is the point's start: ``sent_s`` counts
+    from it."""
+    load = bench.load
+    assert load is not None
+    count = load.warmup_requests if phase == "load_warmup" else point_requests(load, level)
+    if count == 0:
+        return [], 0.0
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    records = asyncio.run(
+        _run_point(url, bench, model, load, level, planned, phase, count, salt, t0, on_request)
+    )
+    wall = time.perf_counter() - wall0
+    cpu = (time.process_time() - cpu0) / wall * 100 if wall > 0 else 0.0
+    return records, round(cpu, 1)
+
+
+def levels(bench: Bench) -> list[float]:
+    assert bench.load is not None
+    return point_levels(bench.load)

@@ -1,0 +1,170 @@
+"""A load point's figures, computed from its records alone (so that ``kit report verify``
+recomputes them), and a sweep's stop rule. The definitions are in :mod:`kit.bench.load`."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+
+from pydantic import Field
+
+from kit.base import KitModel
+from kit.bench.stream import RequestRecord
+from kit.metrics import ServerWindow, SpecDecode
+from kit.recipe.traffic import Slo, SweepLoad, point_levels
+
+
+class Percentiles(KitModel):
+    """One latency over a point's completed requests, in ms."""
+
+    n: int = Field(description="Number of values.")
+    mean: float | None = Field(description="Arithmetic mean.")
+    std: float | None = Field(description="Sample standard deviation (n-1); None when n < 2.")
+    p50: float | None = Field(description="Median.")
+    p90: float | None = Field(description="90th percentile.")
+    p95: float | None = Field(description="95th percentile.")
+    p99: float | None = Field(description="99th percentile.")
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of sorted values, linear between the nearest ranks."""
+    pos = (len(sorted_values) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def percentiles(values: Iterable[float]) -> Percentiles:
+    vals = sorted(float(v) for v in values)
+    if not vals:
+        return Percentiles(n=0, mean=None, std=None, p50=None, p90=None, p95=None, p99=None)
+    return Percentiles(
+        n=len(vals),
+        mean=statistics.fmean(vals),
+        std=statistics.stdev(vals) if len(vals) > 1 else None,
+        p50=percentile(vals, 50),
+        p90=percentile(vals, 90),
+        p95=percentile(vals, 95),
+        p99=percentile(vals, 99),
+    )
+
+
+class LoadPoint(KitModel):
+    """One level of a load pattern: its requests' figures."""
+
+    label: str = Field(description="The name its records carry, e.g. concurrency-4 or rate-2.")
+    pattern: str = Field(description="concurrency or rate.")
+    level: float = Field(description="Streams in flight, or requests per second.")
+    requests: int = Field(description="Measured requests sent.")
+    completed: int = Field(description="Of those, ended without error.")
+    duration_s: float | None = Field(description="First measured send to last measured end.")
+    request_throughput: float | None = Field(description="Completed requests per second.")
+    output_tps: float | None = Field(description="Output tokens per second.")
+    total_tps: float | None = Field(description="Prompt and output tokens per second.")
+    prompt_tokens: int = Field(description="Prompt tokens of the completed requests.")
+    output_tokens: int = Field(description="Output tokens of the completed requests.")
+    ttft_ms: Percentiles = Field(description="Time to first token.")
+    tpot_ms: Percentiles = Field(description="Time per output token after the first.")
+    itl_ms: Percentiles = Field(description="Gaps between text chunks.")
+    e2e_ms: Percentiles = Field(description="End-to-end latency.")
+    good: int | None = Field(description="Completed requests meeting every SLO (None: no SLO).")
+    goodput_rps: float | None = Field(description="good / duration (None: no SLO).")
+    spec_decode: SpecDecode | None = Field(None, description="Over this point's window.")
+    server: ServerWindow | None = Field(None, description="Server-side figures, same window.")
+    client_cpu_pct: float | None = Field(
+        None,
+        description="kit's own CPU time over the point's wall time, in percent of one core: "
+        "near 100 means the client, not the server, set the pace.",
+    )
+    stop_reason: str | None = Field(
+        None, description="A sweep's last point: why the sweep stopped after it."
+    )
+
+
+def _tpot_s(r: RequestRecord) -> float | None:
+    tokens = r.completion_tokens or 0
+    if r.wall_s is None or r.ttft_s is None or tokens < 2:
+        return None
+    return (r.wall_s - r.ttft_s) / (tokens - 1)
+
+
+def meets(r: RequestRecord, slo: Slo | None) -> bool:
+    """Whether a completed request meets every SLO set."""
+    if slo is None:
+        return False
+    tpot = _tpot_s(r)
+    checks = [
+        (slo.ttft_ms, r.ttft_s),
+        (slo.tpot_ms, tpot),
+        (slo.e2e_ms, r.wall_s),
+    ]
+    return all(limit is None or (v is not None and v * 1000 <= limit) for limit, v in checks)
+
+
+def summarize_point(
+    label: str, pattern: str, level: float, records: list[RequestRecord], slo: Slo | None
+) -> LoadPoint:
+    """A point's figures from its measured records (spec decode, server and client CPU
+    aside: they come from counters, not records)."""
+    measured = [r for r in records if r.prompt == label and r.phase == "load"]
+    done = [r for r in measured if r.error is None and r.wall_s is not None]
+    timed = [r for r in measured if r.sent_s is not None]
+    duration = None
+    if timed and done:
+        start = min(r.sent_s or 0.0 for r in timed)
+        end = max((r.sent_s or 0.0) + (r.wall_s or 0.0) for r in done)
+        duration = round(end - start, 6) if end > start else None
+    prompt_tokens = sum(r.prompt_tokens or 0 for r in done)
+    output_tokens = sum(r.completion_tokens or 0 for r in done)
+    good = sum(1 for r in done if meets(r, slo)) if slo is not None else None
+    gaps = [
+        (b - a) * 1000
+        for r in done
+        for a, b in zip(r.text_chunk_times_s, r.text_chunk_times_s[1:], strict=False)
+    ]
+    return LoadPoint(
+        label=label,
+        pattern=pattern,
+        level=level,
+        requests=len(measured),
+        completed=len(done),
+        duration_s=duration,
+        request_throughput=len(done) / duration if duration else None,
+        output_tps=output_tokens / duration if duration else None,
+        total_tps=(prompt_tokens + output_tokens) / duration if duration else None,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        ttft_ms=percentiles((r.ttft_s or 0) * 1000 for r in done if r.ttft_s is not None),
+        tpot_ms=percentiles(t * 1000 for r in done if (t := _tpot_s(r)) is not None),
+        itl_ms=percentiles(gaps),
+        e2e_ms=percentiles((r.wall_s or 0) * 1000 for r in done),
+        good=good,
+        goodput_rps=(good / duration if duration else None) if good is not None else None,
+    )
+
+
+def sweep_stop(load: SweepLoad, points: list[LoadPoint], slo: Slo | None) -> str | None:
+    """Why a sweep stops after the last of ``points`` (None: it goes on): the SLOs failed, the
+    output throughput rose less than ``min_gain_pct`` over the point before (saturated), or
+    the highest concurrency was reached."""
+    last = points[-1]
+    if slo is not None and last.requests:
+        share = (last.good or 0) / last.requests
+        if share < load.slo_fraction:
+            return (
+                f"SLOs failed: {share * 100:.0f} % of requests met bench.slo, below "
+                f"{load.slo_fraction * 100:.0f} %"
+            )
+    if len(points) > 1:
+        before, now = points[-2].output_tps, last.output_tps
+        if before and now is not None:
+            gain = (now - before) / before * 100
+            if gain < load.min_gain_pct:
+                return (
+                    f"saturated: output tok/s rose {gain:+.1f} % over {points[-2].label}, "
+                    f"less than {load.min_gain_pct:g} %"
+                )
+    if last.level >= point_levels(load)[-1]:
+        return f"reached max_concurrency {load.max_concurrency}"
+    return None
