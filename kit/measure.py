@@ -134,6 +134,7 @@ def after_bench(
                 settings=recipe.bench.vllm_bench,
                 kit_result=result,
                 out_dir=out_dir,
+                recipe_dir=loaded.path.parent,
             )
         except (KitError, OSError, ValueError) as exc:
             ev.notes.append(f"vllm bench serve failed: {exc}")

@@ -9,6 +9,8 @@
 #   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
 #   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS]   # report, logs, vLLM results -> $OUT/TAG
 #                                      (RECIPE may be a report.json; KIT_EXTRA: more kit options)
+#   scripts/gpu-run.sh fidelity RECIPE TAG ROUNDS [SECONDS]  # kit serve, then kit bench
+#                                      --fidelity ROUNDS against it (KIT_EXTRA: --set ...) -> $OUT/TAG
 #   scripts/gpu-run.sh autoround-24gb TAG   # bench/autoround-24gb.py -> $OUT/TAG
 #
 # Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
@@ -58,11 +60,29 @@ case "${1:?stage}" in
     rc=$?
     run=$(ls -td /root/reports/*/ 2>/dev/null | head -1)
     if [ -n "$run" ]; then
-      for f in report.json server.log vllm-bench-narrative.json vllm-bench-code.json; do
-        [ -f "$run/$f" ] && cp "$run/$f" "$OUT/$TAG/"
+      for f in "$run"/report.json "$run"/server.log "$run"/vllm-bench-*.json; do
+        [ -f "$f" ] && cp "$f" "$OUT/$TAG/"
       done
     fi
     echo "reproduce $TAG: exit $rc ($run)"
+    ;;
+  fidelity)
+    RECIPE=${2:?fidelity RECIPE TAG ROUNDS}; TAG=${3:?}; ROUNDS=${4:?}; LIMIT=${5:-540}
+    mkdir -p "$OUT/$TAG"; PORT=8000
+    kit serve "$RECIPE" --port $PORT --engine-python python3 > "$OUT/$TAG/serve.log" 2>&1 &
+    srv=$!; t0=$(date +%s)
+    until python3 -c 'import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=5)' \
+        "http://127.0.0.1:$PORT/v1/models" 2> /dev/null; do
+      kill -0 $srv 2>/dev/null || { echo "kit serve exited"; tail -30 "$OUT/$TAG/serve.log"; exit 1; }
+      [ $(( $(date +%s) - t0 )) -gt 400 ] && { echo "not healthy in 400 s"; kill -INT $srv; exit 1; }
+      sleep 2
+    done
+    echo "server healthy after $(( $(date +%s) - t0 )) s"
+    timeout --kill-after=20 "$LIMIT" python3 -c 'import sys; from kit.cli import main; sys.argv[0] = "kit"; main()' \
+      bench --target "http://127.0.0.1:$PORT" "$RECIPE" --fidelity "$ROUNDS" -o "$OUT/$TAG" ${KIT_EXTRA:-} \
+      2> >(tee "$OUT/$TAG/fidelity.log" >&2)
+    echo "fidelity $TAG: exit $?"
+    kill -INT $srv; wait $srv
     ;;
   autoround-24gb)
     TAG=${2:?autoround-24gb TAG}; mkdir -p "$OUT/$TAG"

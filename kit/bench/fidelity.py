@@ -8,7 +8,10 @@ sending the same request ``runs`` times, one at a time:
   /metrics scrapes around the window;
 - ``kit-no-sampler``: the same bench without the two samplers;
 - ``independent``: a minimal standard-library client in its own process
-  (:mod:`kit.bench.independent`), sharing no code with kit.
+  (:mod:`kit.bench.independent`), sharing no code with kit;
+- ``kit-cli`` (when given the recipe): the whole ``kit bench --target`` a user runs, in its
+  own process, with the same bench: the host probe, the samplers, the scrapes, the report
+  written; its records read back from that report.
 
 For every arm and round: each request's decode tok/s as that client measured it, and the
 server's own decode tok/s over the arm's window (/metrics deltas, read outside it). The summary
@@ -37,12 +40,12 @@ from kit.base import KitModel
 from kit.bench.runner import Bencher, scrape_metrics
 from kit.bench.stream import request_body, utc_now_ms
 from kit.metrics import ServerWindow, decode_tps, server_window
-from kit.recipe import Bench
+from kit.recipe import Bench, Recipe
 
 log = logging.getLogger(__name__)
 
-Arm = Literal["kit", "kit-no-sampler", "independent"]
-ARMS: tuple[Arm, ...] = ("kit", "kit-no-sampler", "independent")
+Arm = Literal["kit", "kit-no-sampler", "independent", "kit-cli"]
+ARMS: tuple[Arm, ...] = ("kit", "kit-no-sampler", "independent", "kit-cli")
 GOAL_MEAN_PCT = 0.3
 GOAL_DIP_PCT = 2.0
 INDEPENDENT = Path(__file__).with_name("independent.py")
@@ -81,7 +84,8 @@ class Fidelity(KitModel):
     prompt: str = Field(description="The recipe's prompt used.")
     max_tokens: int = Field(description="max_tokens sent.")
     runs: int = Field(description="Requests per arm and round.")
-    rounds: int = Field(description="Rounds of the three arms.")
+    rounds: int = Field(description="Rounds of the arms.")
+    arms: list[Arm] = Field(default_factory=lambda: list(ARMS[:3]), description="In turn.")
     sample_interval_s: float = Field(description="The GPU sampler's interval in the kit arm.")
     started_at: str = Field(description="UTC start.")
     finished_at: str = Field(description="UTC end.")
@@ -142,6 +146,32 @@ def _independent_arm(url: str, body: dict, runs: int, client: httpx.Client) -> A
     return ArmRun(round=0, arm="independent", decode_tps=rates, server=server)
 
 
+def _cli_arm(url: str, recipe: Recipe) -> ArmRun:
+    """``kit bench --target`` in its own process on ``recipe`` (written out resolved),
+    unsigned, into a scratch folder."""
+    from kit.report.files import read_report
+
+    with tempfile.TemporaryDirectory(prefix="kit-fidelity-") as tmp:
+        path = Path(tmp) / "recipe.yaml"  # JSON is YAML
+        path.write_text(recipe.model_dump_json(exclude_none=True))
+        argv = [sys.executable, "-m", "kit.cli", "bench", "--target", url, str(path)]
+        proc = subprocess.run(
+            [*argv, "--no-sign", "-o", tmp], capture_output=True, text=True, check=False
+        )
+        reports = sorted(Path(tmp).glob("*/report.json"))
+        if proc.returncode != 0 or not reports:
+            raise RuntimeError(f"kit bench --target failed: {proc.stderr[-500:]}")
+        report, _ = read_report(reports[0], allow_unsigned=True)
+    result = report.bench
+    if result is None or not result.complete:
+        raise RuntimeError("kit bench --target did not complete")
+    measured = [r for r in result.records if r.phase == "measured" and r.decode_tps]
+    server = result.prompts[0].server if result.prompts else None
+    return ArmRun(
+        round=0, arm="kit-cli", decode_tps=[r.decode_tps or 0.0 for r in measured], server=server
+    )
+
+
 def summarize(windows: list[ArmRun]) -> list[ArmSummary]:
     def of(arm: Arm) -> list[ArmRun]:
         return [w for w in windows if w.arm == arm]
@@ -154,7 +184,7 @@ def summarize(windows: list[ArmRun]) -> list[ArmSummary]:
     ]
     ind_server_mean = statistics.fmean(ind_server) if ind_server else None
     out = []
-    for arm in ARMS:
+    for arm in [a for a in ARMS if of(a)]:
         values = [v for w in of(arm) for v in w.decode_tps]
         mean = statistics.fmean(values) if values else None
         srv = [w.server.decode_tps for w in of(arm) if w.server and w.server.decode_tps]
@@ -179,9 +209,11 @@ def fidelity(
     *,
     rounds: int,
     interval_s: float = 0.5,
+    recipe: Recipe | None = None,
 ) -> Fidelity:
     """The interleave (the module's docstring) against the server at ``url``, with the first of
-    the recipe's prompts and its warm-ups and runs."""
+    the recipe's prompts and its warm-ups and runs; with ``recipe`` (whose bench this is) also
+    the ``kit-cli`` arm, on the recipe with the same bench."""
     url = url.rstrip("/")
     prompt = bench.prompts[0]
     one = bench.model_copy(update={"prompts": [prompt], "prefill": None, "load": None})
@@ -190,12 +222,21 @@ def fidelity(
     body = request_body(measured, model, prompt.text, prompt.max_tokens)
     started = utc_now_ms()
     Bencher(url, warm, model).run()  # warm the server once
+    arms = list(ARMS) if recipe is not None else list(ARMS[:3])
+    cli_recipe = recipe.model_copy(update={"bench": measured}) if recipe is not None else None
     windows: list[ArmRun] = []
     with httpx.Client(timeout=30) as client:
         for rnd in range(rounds):
-            for arm in ARMS:
+            for arm in arms:
                 if arm == "independent":
                     run = _independent_arm(url, body, measured.runs, client)
+                elif arm == "kit-cli":
+                    assert cli_recipe is not None
+                    try:
+                        run = _cli_arm(url, cli_recipe)
+                    except RuntimeError as exc:
+                        log.warning("fidelity: the kit-cli arm failed: %s", exc)
+                        continue
                 else:
                     run = _kit_arm(url, measured, model, arm == "kit", interval_s)
                 windows.append(run.model_copy(update={"round": rnd}))
@@ -217,6 +258,7 @@ def fidelity(
         max_tokens=prompt.max_tokens,
         runs=measured.runs,
         rounds=rounds,
+        arms=arms,
         sample_interval_s=interval_s,
         started_at=started,
         finished_at=utc_now_ms(),

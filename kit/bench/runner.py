@@ -237,12 +237,19 @@ class Bencher:
             return file_requests(ds, self.recipe_dir)
         return [Planned(p.text, p.max_tokens) for p in self.bench.prompts]
 
+    def load_plan(self) -> list[Planned]:
+        """Every request a load run draws from (warm-ups first), the same on every call: the
+        most any point sends."""
+        load = self.bench.load
+        assert load is not None
+        most = max(point_requests(load, v) for v in levels(self.bench))
+        return self.planned(load.warmup_requests + most)
+
     def _load_points(self, points: list[LoadPoint]) -> None:
         load = self.bench.load
         assert load is not None
         steps = levels(self.bench)
-        most = max(point_requests(load, v) for v in steps)
-        planned = self.planned(load.warmup_requests + most)
+        planned = self.load_plan()
         for n, level in enumerate(steps):
             label = point_label(load, level)
             salt, t0 = secrets.token_hex(4), time.perf_counter()

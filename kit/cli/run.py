@@ -128,8 +128,9 @@ def serve(
     "fidelity_rounds",
     type=click.IntRange(min=1),
     default=None,
-    help="Instead of a report: ROUNDS of kit, kit without its samplers and an independent "
-    "stdlib client in turn on the recipe's first prompt: does kit slow the server it measures?",
+    help="Instead of a report: ROUNDS of kit, kit without its samplers, an independent "
+    "stdlib client and the whole kit bench in its own process, in turn on the recipe's first "
+    "prompt: does kit slow the server it measures?",
 )
 def bench(
     path: str | None,
@@ -158,7 +159,9 @@ def bench(
         from kit.report.assemble import new_run_id
 
         model, _ = model_info(target)
-        result = fidelity(target, loaded.recipe.bench, model, rounds=fidelity_rounds)
+        result = fidelity(
+            target, loaded.recipe.bench, model, rounds=fidelity_rounds, recipe=loaded.recipe
+        )
         out = Path(out_dir) / f"fidelity-{loaded.recipe.name}-{new_run_id()}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(result.model_dump_json(indent=2) + "\n")

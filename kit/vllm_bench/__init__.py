@@ -112,8 +112,10 @@ def run_vllm_bench(
     settings: VllmBenchSettings,
     kit_result: BenchResult | None,
     out_dir: Path,
+    recipe_dir: Path | None = None,
 ) -> VllmBench:
-    """Run `vllm bench serve` once per prompt and compare with kit's result."""
+    """Run `vllm bench serve` once per prompt, or per load point on kit's own requests (a file
+    dataset's path relative to ``recipe_dir``), and compare with kit's result."""
     runs = settings.runs or bench.runs
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -121,6 +123,13 @@ def run_vllm_bench(
         env["PYTHONPATH"] = pythonpath
     env.setdefault("PYTHONUNBUFFERED", "1")
     if bench.load is not None:
+        from kit.bench import Bencher
+
+        drawer = Bencher(url, bench, model, recipe_dir=recipe_dir)
+        try:
+            planned = drawer.load_plan()
+        finally:
+            drawer.client.close()
         points, notes = run_points(
             python=python,
             env=env,
@@ -132,6 +141,7 @@ def run_vllm_bench(
             timeout_s=settings.timeout_s,
             kit_result=kit_result,
             out_dir=out_dir,
+            planned=planned,
         )
         judged = [p.agree for p in points if p.agree is not None]
         return VllmBench(

@@ -194,7 +194,7 @@ def test_fidelity_interleaves_kit_and_an_independent_client(
     assert proc.returncode == 0, proc.stderr
     result = json.loads(Path(proc.stdout.strip()).read_text())
     assert [(w["round"], w["arm"]) for w in result["windows"]] == [
-        (r, arm) for r in range(2) for arm in ("kit", "kit-no-sampler", "independent")
+        (r, arm) for r in range(2) for arm in ("kit", "kit-no-sampler", "independent", "kit-cli")
     ]
     for w in result["windows"]:
         assert len(w["decode_tps"]) == 2 and all(v > 0 for v in w["decode_tps"])
@@ -238,6 +238,14 @@ def test_vllm_bench_serve_runs_at_each_load_point(
     for p in side.points:
         assert p.error is None and (p.completed, p.failed) == (3, 0), p
         assert "--max-concurrency" in p.argv and "--ignore-eos" in p.argv
+        assert p.argv[p.argv.index("--dataset-name") + 1] == "custom"
+        # kit's own prompts of the point, each behind a salt no other request has
+        rows = [
+            json.loads(line)
+            for line in (tmp_path / f"vllm-bench-{p.label}.jsonl").read_text().splitlines()
+        ]
+        assert len(rows) == 3 and all(r["output_tokens"] == 12 for r in rows)
+        assert len({r["prompt"].split("]")[0] for r in rows}) == 3
         figures = {f.figure: f for f in p.figures}
         assert figures["output tok/s"].vllm and figures["output tok/s"].kit
         assert figures["TPOT p50"].delta_pct is not None

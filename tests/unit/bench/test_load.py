@@ -344,3 +344,35 @@ def test_a_point_agrees_with_vllm_within_two_percent_on_each_median() -> None:
     assert off is False
     _, unknown = compare_point(point, {**theirs, "median_ttft_ms": None})
     assert unknown is None
+
+
+def test_vllm_bench_gets_kits_own_requests_of_a_point_behind_fresh_salts(tmp_path: Path) -> None:
+    from kit.bench.load.datasets import Planned
+    from kit.vllm_bench.points import point_argv, point_lines
+
+    planned = [Planned(f"prompt {n}", 10 + n) for n in range(5)]
+    point = summarize_point(
+        "concurrency-2", "concurrency", 2, [record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.3])], None
+    ).model_copy(update={"requests": 4})
+    # the measured requests follow the two warm-ups, wrapping round the plan as kit's do
+    rows = [json.loads(line) for line in point_lines(planned, point, 2, "s").splitlines()]
+    assert [(r["prompt"], r["output_tokens"]) for r in rows] == [
+        ("[s-0] prompt 2", 12),
+        ("[s-1] prompt 3", 13),
+        ("[s-2] prompt 4", 14),
+        ("[s-3] prompt 0", 10),
+    ]
+    bench = Bench.model_validate(
+        {
+            "load": {"pattern": "concurrency", "levels": [2], "requests": 4},
+            "dataset": {"kind": "random", "input_tokens": 8, "output_tokens": 4},
+        }
+    )
+    argv = point_argv(
+        url="http://127.0.0.1:1/", model="m", tokenizer=tmp_path, bench=bench, point=point,
+        dataset=tmp_path / "d.jsonl", warmups=1, result_dir=tmp_path, result_file="r.json",
+    )  # fmt: skip
+    pairs = dict(zip(argv, argv[1:], strict=False))
+    assert pairs["--dataset-name"] == "custom" and pairs["--custom-output-len"] == "-1"
+    assert pairs["--max-concurrency"] == "2" and pairs["--request-rate"] == "inf"
+    assert "--skip-chat-template" in argv and "--ignore-eos" in argv
