@@ -69,7 +69,7 @@ class Connection:
             reader, writer = await self._open()
             writer.write(head + body)
             await writer.drain()
-            status_line = await asyncio.wait_for(reader.readuntil(b"\r\n"), first_s)
+            status_line = await _status_line(reader, first_s)
         except (asyncio.IncompleteReadError, ConnectionError):
             if not reused:
                 raise
@@ -78,7 +78,7 @@ class Connection:
             reader, writer = await self._open()
             writer.write(head + body)
             await writer.drain()
-            status_line = await asyncio.wait_for(reader.readuntil(b"\r\n"), first_s)
+            status_line = await _status_line(reader, first_s)
         try:
             status = int(status_line.split(b" ", 2)[1])
         except (IndexError, ValueError):
@@ -153,6 +153,17 @@ class Connection:
                 found = [rest]  # the last of a body that is not SSE: an error's text
             if found:
                 yield now, found
+
+
+async def _status_line(reader: asyncio.StreamReader, first_s: float) -> bytes:
+    """The response's status line. The previous body on this connection ends ``0\r\n\r\n``
+    and its decoder stops at the ``0\r\n``: when the last CRLF came in a later segment it is
+    still in the buffer, and is skipped here (RFC 9112 lets a client ignore empty lines before
+    a response)."""
+    line = await asyncio.wait_for(reader.readuntil(b"\r\n"), first_s)
+    while line == b"\r\n":
+        line = await asyncio.wait_for(reader.readuntil(b"\r\n"), first_s)
+    return line
 
 
 async def stream_request(

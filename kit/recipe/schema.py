@@ -160,7 +160,11 @@ class Recipe(RecipeModel):
         if getattr(self.quantization, "placement", "absent") is None:
             exclude["quantization"] = {"placement"}
         # likewise a bench without a load pattern (the sequential protocol)
-        unset = {k for k in ("load", "dataset", "slo") if getattr(self.bench, k) is None}
+        unset: dict[str, Any] = {
+            k: True for k in ("load", "dataset", "slo") if getattr(self.bench, k) is None
+        }
+        if self.bench.load is not None and self.bench.load.processes == 1:
+            unset["load"] = {"processes"}  # one client process: as before the field existed
         if unset:
             exclude["bench"] = unset
         return self.model_dump(mode="json", exclude=exclude or None)

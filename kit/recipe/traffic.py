@@ -37,6 +37,15 @@ class _Point(RecipeModel):
     cooldown_s: float = Field(
         0.0, ge=0, description="Idle seconds after each point, before the next one's warm-up."
     )
+    processes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Client processes sending each point's requests (streams, or arrivals, "
+        "dealt among them; a rate point's max_concurrency split evenly). One process takes in "
+        "about 177k streamed tok/s a core (bench/load-client.py): raise it when a point's "
+        "client CPU nears a core (the verdict's client-saturated).",
+    )
 
 
 class ConcurrencyLoad(_Point):

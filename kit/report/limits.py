@@ -29,6 +29,8 @@ ITEM_CAPS: dict[str, int] = {
 }
 STRING_CAPS: dict[str, int] = {
     "bench.records[*].text": 4 << 20,
+    # a load record's chunk times packed: as many as text_chunk_times_s, ~4-8 characters each
+    "bench.records[*].text_chunk_us": 1 << 20,
 }
 
 

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from kit.report.schema import Report
 
 CV_LIMIT_PCT = 5.0
+# kit's load client at this share of one core (its busiest process) may be what set a point's
+# pace: its event loop is then late to read what arrived, and to send what is due
+CLIENT_BUSY_PCT = 90.0
 
 
 class Validity(KitModel):
@@ -93,6 +96,23 @@ def _bench_findings(report: Report) -> list[Finding]:
                 f"of their text chunks within {BURST_S * 1000:g} ms of the last, first: "
                 f"{burst[0].prompt} #{burst[0].index}): their decode figures time the delivery, "
                 "not the generation (a starved client or server process)",
+            )
+        )
+    busy = [
+        p
+        for p in bench.load_points
+        if p.client_cpu_pct is not None and p.client_cpu_pct >= CLIENT_BUSY_PCT
+    ]
+    if busy:
+        worst = max(busy, key=lambda p: p.client_cpu_pct or 0.0)
+        found.append(
+            _finding(
+                "client-saturated",
+                "error",
+                f"{', '.join(p.label for p in busy)}: kit's load client used "
+                f"{worst.client_cpu_pct:.0f} % of a core at {worst.label} ({CLIENT_BUSY_PCT:g} % "
+                "or more): the client, not the server, may have set the pace, and its "
+                "timestamps lag the bytes (raise bench.load.processes)",
             )
         )
     speculative = report.recipe.get("speculative") or {}

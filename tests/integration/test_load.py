@@ -121,7 +121,8 @@ def test_rate_points_from_a_pinned_jsonl_file(
     data = tmp_path / "prompts.jsonl"
     data.write_text("\n".join(lines) + "\n")
     digest = hashlib.sha256(data.read_bytes()).hexdigest()
-    load = "{pattern: rate, rates: [2, 8], requests: 5, arrival: poisson, seed: 1}"
+    # from two client processes, the arrivals dealt between them
+    load = "{pattern: rate, rates: [2, 8], requests: 5, arrival: poisson, seed: 1, processes: 2}"
     dataset = f"{{kind: file, path: {data}, format: jsonl, sha256: {digest}}}"
     report, path, _ = bench_report(
         cpu_recipe.path,
@@ -132,7 +133,12 @@ def test_rate_points_from_a_pinned_jsonl_file(
     points = report["bench"]["load_points"]
     assert [p["label"] for p in points] == ["rate-2", "rate-8"]
     assert all(p["completed"] == 5 and p["good"] is None for p in points)
-    assert verify(path).returncode == 0
+    records = report["bench"]["records"]
+    assert [r["index"] for r in records if r["prompt"] == "rate-8"] == list(range(5))
+    # a load record's chunk times are written packed
+    assert all("text_chunk_us" in r and "text_chunk_times_s" not in r for r in records)
+    checked = verify(path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
     # an edited point is caught by the recomputation
     envelope = json.loads(path.read_bytes())

@@ -6,6 +6,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kit.bench import aio
@@ -23,6 +24,19 @@ def arrival_gaps(load: RateLoad, rate: float, count: int) -> list[float]:
     return [0.0] + [rng.expovariate(rate) for _ in range(count - 1)]
 
 
+@dataclass(frozen=True)
+class Share:
+    """One client process's part of a point: process ``k`` of ``of``. Streams are dealt out
+    (the first ``level % of`` get one more), each taking the next request index from
+    ``take``; a rate point's arrivals go by index (``i % of == k``), at their times after
+    ``start`` (perf_counter, the same clock in every process on one host)."""
+
+    k: int
+    of: int
+    take: Callable[[], int | None]
+    start: float
+
+
 async def _run_point(
     url: str,
     bench: Bench,
@@ -35,6 +49,7 @@ async def _run_point(
     salt: str,
     t0: float,
     on_request: Callable[[RequestRecord], None] | None,
+    share: Share | None = None,
 ) -> list[RequestRecord]:
     label = point_label(load, level)
     offset = load.warmup_requests if phase == "load" else 0  # the measured ones follow on
@@ -62,18 +77,25 @@ async def _run_point(
     records: list[RequestRecord] = []
     if not isinstance(load, RateLoad):  # concurrency, or a sweep's point
         queue = iter(range(count))
+        take = share.take if share else lambda: next(queue, None)
+        streams = int(level)
+        if share is not None:
+            streams = streams // share.of + (1 if share.k < streams % share.of else 0)
 
         async def worker() -> None:
             conn = aio.Connection(url)
             try:
-                for i in queue:
+                while (i := take()) is not None:
                     records.append(await one(conn, i))
             finally:
                 await conn.close()
 
-        await asyncio.gather(*(worker() for _ in range(int(level))))
+        await asyncio.gather(*(worker() for _ in range(streams)))
     else:
-        limit = asyncio.Semaphore(load.max_concurrency or count)
+        most = load.max_concurrency or count
+        if share is not None:
+            most = max(-(-most // share.of), 1)
+        limit = asyncio.Semaphore(most)
         idle: list[aio.Connection] = []
 
         async def send(i: int) -> None:
@@ -83,9 +105,11 @@ async def _run_point(
                 idle.append(conn)
 
         tasks = []
-        start, due = time.perf_counter(), 0.0
+        start, due = (share.start if share else time.perf_counter()), 0.0
         for i, gap in enumerate(arrival_gaps(load, level, count)):
             due += gap
+            if share is not None and i % share.of != share.k:
+                continue
             delay = start + due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -93,8 +117,12 @@ async def _run_point(
         await asyncio.gather(*tasks)
         for conn in idle:
             await conn.close()
-    # in send order, indexed so, as the verifier expects them
-    records.sort(key=lambda r: r.sent_s or 0.0)
+    return records
+
+
+def in_send_order(records: list[RequestRecord]) -> list[RequestRecord]:
+    """In send order, indexed so, as the verifier expects them."""
+    records = sorted(records, key=lambda r: r.sent_s or 0.0)
     return [r.model_copy(update={"index": n}) for n, r in enumerate(records)]
 
 
@@ -111,20 +139,29 @@ def run_point(
 ) -> tuple[list[RequestRecord], float]:
     """The warm-up (``phase`` load_warmup) or the measured requests (load) of one point of the
     recipe's load pattern; their records, in send order, and the client's CPU use over them
-    in percent of one core. ``t0`` (perf_counter) is the point's start: ``sent_s`` counts
-    from it."""
+    in percent of one core (with ``bench.load.processes`` above 1, its busiest process's).
+    ``t0`` (perf_counter) is the point's start: ``sent_s`` counts from it."""
     load = bench.load
     assert load is not None
     count = load.warmup_requests if phase == "load_warmup" else point_requests(load, level)
     if count == 0:
         return [], 0.0
+    if load.processes > 1:
+        from kit.bench.load.procs import run_in_processes
+
+        args = (url, bench, model, level, planned, phase, count, salt, t0)
+        records, cpu = run_in_processes(args, load.processes)
+        if on_request:
+            for rec in records:
+                on_request(rec)
+        return in_send_order(records), cpu
     cpu0, wall0 = time.process_time(), time.perf_counter()
     records = asyncio.run(
         _run_point(url, bench, model, load, level, planned, phase, count, salt, t0, on_request)
     )
     wall = time.perf_counter() - wall0
     cpu = (time.process_time() - cpu0) / wall * 100 if wall > 0 else 0.0
-    return records, round(cpu, 1)
+    return in_send_order(records), round(cpu, 1)
 
 
 def levels(bench: Bench) -> list[float]:

@@ -6,10 +6,13 @@ stall, a body that ends at close), served by the loopback server of test_bench_f
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import statistics
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -264,6 +267,49 @@ def test_chunked_sse_decodes_the_same_however_the_reads_split_it(cuts: list[int]
     assert asyncio.run(decode()) == [f'{{"i": {i}}}'.encode() for i in range(n)] + [b"[DONE]"]
 
 
+def test_a_keep_alive_connection_survives_the_last_crlf_arriving_late() -> None:
+    """The first response's final CRLF comes in a segment of its own, after the client has
+    stopped at ``0\r\n``: the second request on the connection still reads its status line."""
+    import asyncio
+
+    from kit.bench.aio import Connection
+
+    events = [b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n', b"data: [DONE]\n\n"]
+    body = chunked(events)
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(2):
+            await reader.readuntil(b"\r\n\r\n")
+            length = 2  # the client's body: b"{}"
+            await reader.readexactly(length)
+            writer.write(head + body[:-2])
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"\r\n")
+            await writer.drain()
+        writer.close()
+
+    async def two() -> list[int]:
+        srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = srv.sockets[0].getsockname()[1]
+        conn = Connection(f"http://127.0.0.1:{port}")
+        statuses = []
+        for _ in range(2):
+            status, lines = await conn.post_stream("/v1/chat/completions", b"{}", 5.0, 5.0)
+            statuses.append(status)
+            async for _ in lines:
+                pass
+            await asyncio.sleep(0.1)  # the late CRLF is in the buffer now
+        await conn.close()
+        srv.close()
+        return statuses
+
+    assert asyncio.run(two()) == [200, 200]
+
+
 # --- sweeps -----------------------------------------------------------------------------------
 
 
@@ -372,7 +418,99 @@ def test_vllm_bench_gets_kits_own_requests_of_a_point_behind_fresh_salts(tmp_pat
         url="http://127.0.0.1:1/", model="m", tokenizer=tmp_path, bench=bench, point=point,
         dataset=tmp_path / "d.jsonl", warmups=1, result_dir=tmp_path, result_file="r.json",
     )  # fmt: skip
-    pairs = dict(zip(argv, argv[1:], strict=False))
+    pairs = dict(itertools.pairwise(argv))
     assert pairs["--dataset-name"] == "custom" and pairs["--custom-output-len"] == "-1"
     assert pairs["--max-concurrency"] == "2" and pairs["--request-rate"] == "inf"
     assert "--skip-chat-template" in argv and "--ignore-eos" in argv
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10**9), max_size=300))
+def test_packed_chunk_times_read_back_as_the_same_floats(us: list[int]) -> None:
+    from kit.bench.stream import pack_times, unpack_times
+
+    times = sorted(round(u / 1_000_000, 6) for u in us)
+    assert unpack_times(pack_times(times)) == times
+
+
+def test_a_load_record_is_written_with_its_chunk_times_packed_and_read_back() -> None:
+    from kit.bench.stream import COMPACT_TIMES
+
+    times = [0.05 + 0.005 * n for n in range(128)]
+    rec = record(1.0, 0.05, 0.7, 128, [round(t, 6) for t in times])
+    data = json.loads(rec.model_dump_json())
+    assert COMPACT_TIMES in data and "text_chunk_times_s" not in data
+    assert data[COMPACT_TIMES].startswith("50000,5000,5000")
+    assert RequestRecord.model_validate(data) == rec
+    # a sequential record (no sent_s) is written as it always was
+    seq = rec.model_copy(update={"sent_s": None})
+    assert "text_chunk_times_s" in json.loads(seq.model_dump_json())
+    with pytest.raises(ValueError, match=COMPACT_TIMES):
+        RequestRecord.model_validate({**data, COMPACT_TIMES: "5,,7"})
+    with pytest.raises(ValueError, match="both given"):
+        RequestRecord.model_validate({**data, "text_chunk_times_s": times})
+
+
+def test_a_sweeps_records_stay_within_the_readers_value_cap() -> None:
+    from kit.signing.canonical import parse_json
+
+    def read(text: str) -> Any:  # as a report payload is read: counted before it is parsed
+        return parse_json(text.encode(), "payload", 64 << 20, 64)
+
+    # the H200 sweep of bench/results/h200-llama8b-bf16-sweep-2026-12-02: 2,568 records of 128
+    # tokens; with a number per token it was over the cap, packed it is within
+    rec = record(1.0, 0.05, 0.7, 128, [round(0.05 + 0.005 * n, 6) for n in range(128)])
+    packed = json.dumps([json.loads(rec.model_dump_json())] * 2568)
+    assert len(read(packed)) == 2568
+    unpacked = json.dumps([rec.model_dump(mode="json") | {
+        "text_chunk_times_s": rec.text_chunk_times_s} for _ in range(2568)])  # fmt: skip
+    with pytest.raises(BadInputError, match=r"values.*over the limit"):
+        read(unpacked)
+
+
+def _recording_server(seen: list[str]) -> Any:
+    """A server streaming one chunk per request that keeps each request's message."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(req["messages"][0]["content"])
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            n = req["max_tokens"]
+            for obj in (
+                {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]},
+                {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": n}},
+            ):
+                self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+
+    return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+
+@pytest.mark.parametrize(
+    "load",
+    [
+        {"pattern": "concurrency", "levels": [3], "requests": 7, "processes": 2},
+        {"pattern": "rate", "rates": [200], "requests": 7, "processes": 3, "max_concurrency": 4},
+    ],
+)
+def test_client_processes_send_each_request_of_a_point_once(load: dict[str, Any]) -> None:
+    from kit.bench.load.run import run_point
+
+    seen: list[str] = []
+    bench = Bench(stall_timeout_s=5.0, prompts=[Prompt(name="a", text="x", max_tokens=4)],
+                  load=load)  # type: ignore[arg-type]  # fmt: skip
+    planned = Bencher("http://127.0.0.1:1", bench, "m").planned(1)
+    for url in serving(_recording_server(seen)):
+        level = (load.get("levels") or load["rates"])[0]
+        records, cpu = run_point(url, bench, "m", level, planned, "load", "s", time.perf_counter())
+    assert [r.index for r in records] == list(range(7)) and all(r.error is None for r in records)
+    assert [r.sent_s for r in records] == sorted(r.sent_s or 0.0 for r in records)
+    # every request index sent once, by whichever process took it
+    assert sorted(s.split("]")[0] for s in seen) == sorted(f"[s-{i}" for i in range(7))
+    assert cpu > 0

@@ -184,3 +184,27 @@ def test_a_stream_delivered_in_one_burst_is_named(base: Report) -> None:
         f"1 of {len(measured)} measured requests arrived in one burst"
     )
     assert "burst-delivery" not in [f.code for f in verdict(base).reasons]
+
+
+def test_a_load_point_whose_client_was_saturated_is_named(base: Report) -> None:
+    from kit.bench.load import summarize_point
+
+    measured = [r for r in base.bench.records if r.phase == "measured"] if base.bench else []
+    recs = [r.model_copy(update={"phase": "load", "prompt": "concurrency-1", "sent_s": 0.0})
+            for r in measured[:2]]  # fmt: skip
+    point = summarize_point("concurrency-1", "concurrency", 1, recs, None)
+
+    def with_cpu(pct: float) -> Report:
+        out = base.model_dump(mode="json")
+        out["bench"]["load_points"] = [
+            point.model_copy(update={"client_cpu_pct": pct}).model_dump(mode="json")
+        ]
+        return Report.model_validate(out)
+
+    v = verdict(with_cpu(96.5))
+    busy = [f for f in v.reasons if f.code == "client-saturated"]
+    assert not v.valid and busy and busy[0].severity == "error"
+    assert busy[0].message.startswith(
+        "concurrency-1: kit's load client used 96 % of a core at concurrency-1 (90 % or more)"
+    )
+    assert "client-saturated" not in [f.code for f in verdict(with_cpu(40.0)).reasons]
