@@ -41,6 +41,9 @@ _BUILD = re.compile(r"\bkit: CPU kernel build (?P<build>[\w.]+)")
 _FALLBACK = re.compile(
     r"\bkit: (?P<kernel>\w+) W4A16 path: torch fallback(?: \((?:reason: )?(?P<reason>.*)\))?\s*$"
 )
+# vLLM's jit_monitor, when a Triton kernel compiles for a shape first met while serving
+_JIT = re.compile(r"JIT compilation during inference: (?P<kernel>\w+(?:\.\w+)*)")
+JIT_MARK = b"JIT compilation during inference"
 _COMPILED = re.compile(r"\bkit: (?P<kernel>\w+) W4A16 path: compiled\b")
 # "Using FLASH_ATTN attention backend out of potential backends: [...]"
 _ATTENTION_NEW = re.compile(r"\bUsing (?P<name>[\w.-]+) attention backend\b")
@@ -82,6 +85,12 @@ class EngineChoices(BaseModel):
         description="Attention backend vLLM chose (e.g. CPU_ATTN, FLASH_ATTN)."
     )
     source: str = Field(description="Log file the choices were read from (e.g. server.log).")
+    jit_kernels: list[str] = Field(
+        default_factory=list,
+        description="Kernels the engine said it compiled while serving (vLLM: 'Triton kernel "
+        "JIT compilation during inference: NAME'), distinct, in the order logged: each stalled "
+        "the requests in flight when it first met that shape. Read from the whole log.",
+    )
 
     @property
     def found(self) -> bool:
@@ -143,7 +152,11 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
     reason: str | None = None
     build: str | None = None
     attention: str | None = None
+    jit: dict[str, None] = {}
     for line in _lines(text):
+        if "JIT" in line and (m := _JIT.search(line)):
+            jit.setdefault(m["kernel"], None)
+            continue
         if "Using" in line:
             m = _LINEAR.search(line)
             if m:
@@ -175,6 +188,7 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
         cpu_kernel_build=build,
         attention_backend=attention,
         source=source,
+        jit_kernels=list(jit),
     )
 
 
@@ -183,6 +197,13 @@ def read_engine_choices(path: Path, max_bytes: int = MAX_LOG_BYTES) -> EngineCho
     try:
         with path.open("rb") as f:
             head = f.read(max_bytes)
+            # past the head only the kernels compiled while serving are looked for
+            late = [line for line in f if JIT_MARK in line]
     except OSError:
         return None
-    return parse_engine_log(head.decode("utf-8", errors="replace"), source=path.name)
+    choices = parse_engine_log(head.decode("utf-8", errors="replace"), source=path.name)
+    kernels = dict.fromkeys(choices.jit_kernels)
+    for line in late:
+        if m := _JIT.search(line.decode("utf-8", errors="replace")):
+            kernels.setdefault(m["kernel"], None)
+    return choices.model_copy(update={"jit_kernels": list(kernels)})

@@ -79,8 +79,11 @@ def reproduce(
         ) as server:
             status.done()
             ev.server = server_info(server, "native")
-            result = measure(server.url, loaded, ev, alive=server.exit_reason)
-            after_bench(loaded, built, env, server.url, result, bandwidth, ev, out_dir)
+            try:
+                result = measure(server.url, loaded, ev, alive=server.exit_reason)
+                after_bench(loaded, built, env, server.url, result, bandwidth, ev, out_dir)
+            finally:  # read again: what the engine logged while it served (kernels it compiled)
+                ev.server = server_info(server, "native")
     except (KitError, KeyboardInterrupt) as exc:
         status.done()
         report = finish_report(

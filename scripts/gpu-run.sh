@@ -7,10 +7,11 @@
 #   scripts/gpu-run.sh stage DIR               # copy DIR/{parts,whl,install.sh,*.sha256} -> $STAGE
 #   scripts/gpu-run.sh install-vllm            # $STAGE -> $SITE (needs every part staged)
 #   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
-#   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS]   # report, logs, vLLM results -> $OUT/TAG
+#   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS]   # report.json, extras.tar.gz -> $OUT/TAG
 #                                      (RECIPE may be a report.json; KIT_EXTRA: more kit options)
 #   scripts/gpu-run.sh fidelity RECIPE TAG ROUNDS [SECONDS]  # kit serve, then kit bench
 #                                      --fidelity ROUNDS against it (KIT_EXTRA: --set ...) -> $OUT/TAG
+#   scripts/gpu-run.sh client-bench TAG     # bench/load-client.py, bench/load-scaling.py -> $OUT/TAG
 #   scripts/gpu-run.sh autoround-24gb TAG   # bench/autoround-24gb.py -> $OUT/TAG
 #
 # Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
@@ -60,9 +61,9 @@ case "${1:?stage}" in
     rc=$?
     run=$(ls -td /root/reports/*/ 2>/dev/null | head -1)
     if [ -n "$run" ]; then
-      for f in "$run"/report.json "$run"/server.log "$run"/vllm-bench-*.json; do
-        [ -f "$f" ] && cp "$f" "$OUT/$TAG/"
-      done
+      # the device returns at most 8 files a call: the report on its own, the rest in one tarball
+      [ -f "$run/report.json" ] && cp "$run/report.json" "$OUT/$TAG/"
+      (cd "$run" && tar -czf "$OUT/$TAG/extras.tar.gz" --exclude report.json .)
     fi
     echo "reproduce $TAG: exit $rc ($run)"
     ;;
@@ -83,6 +84,12 @@ case "${1:?stage}" in
       2> >(tee "$OUT/$TAG/fidelity.log" >&2)
     echo "fidelity $TAG: exit $?"
     kill -INT $srv; wait $srv
+    ;;
+  client-bench)
+    TAG=${2:?client-bench TAG}; mkdir -p "$OUT/$TAG"
+    python3 "$ROOT/bench/load-client.py" --rounds 5 --out "$OUT/$TAG/load-client.json" > /dev/null &&
+      python3 "$ROOT/bench/load-scaling.py" --out "$OUT/$TAG/load-scaling.json"
+    echo "client-bench $TAG: exit $?"
     ;;
   autoround-24gb)
     TAG=${2:?autoround-24gb TAG}; mkdir -p "$OUT/$TAG"

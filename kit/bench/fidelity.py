@@ -1,6 +1,6 @@
 """``kit bench --fidelity``: does kit, while it measures, slow the server it measures?
 
-One server, one prompt of the recipe, rounds of three arms in turn (A B C A B C ...), each arm
+One server, one prompt of the recipe, rounds of the arms in turn (A B C D A B C D ...), each arm
 sending the same request ``runs`` times, one at a time:
 
 - ``kit``: kit's own bench (:class:`~kit.bench.runner.Bencher`) with everything it runs while
@@ -11,7 +11,9 @@ sending the same request ``runs`` times, one at a time:
   (:mod:`kit.bench.independent`), sharing no code with kit;
 - ``kit-cli`` (when given the recipe): the whole ``kit bench --target`` a user runs, in its
   own process, with the same bench: the host probe, the samplers, the scrapes, the report
-  written; its records read back from that report.
+  written; its records read back from that report. It runs the recipe's warm-ups first, as a
+  user's run does (a fresh process's first request is not a measured one), and the window
+  keeps their figures apart (``warmup_decode_tps``): the cost of a cold process, shown.
 
 For every arm and round: each request's decode tok/s as that client measured it, and the
 server's own decode tok/s over the arm's window (/metrics deltas, read outside it). The summary
@@ -58,6 +60,10 @@ class ArmRun(KitModel):
     arm: Arm = Field(description="Which client measured.")
     decode_tps: list[float] = Field(description="Each request's decode tok/s, that client's.")
     server: ServerWindow | None = Field(description="The server's own figures, same window.")
+    warmup_decode_tps: list[float] = Field(
+        default_factory=list,
+        description="kit-cli: its warm-ups' decode tok/s (run first, not measured, not counted).",
+    )
 
 
 class ArmSummary(KitModel):
@@ -94,6 +100,12 @@ class Fidelity(KitModel):
     goal_mean_pct: float = Field(description="Most kit may slow the server on average, percent.")
     goal_dip_pct: float = Field(description="Most one request of kit's may dip, percent.")
     goals_met: bool | None = Field(description="Both goals met by the kit arm (None: unknown).")
+    complete: bool = Field(
+        True, description="False in the file written while it runs: the windows so far."
+    )
+    errors: list[str] = Field(
+        default_factory=list, description="Arms' windows that failed after the first round."
+    )
 
 
 def _pct(x: float | None, ref: float | None) -> float | None:
@@ -166,9 +178,14 @@ def _cli_arm(url: str, recipe: Recipe) -> ArmRun:
     if result is None or not result.complete:
         raise RuntimeError("kit bench --target did not complete")
     measured = [r for r in result.records if r.phase == "measured" and r.decode_tps]
+    warm = [r.decode_tps for r in result.records if r.phase == "warmup" and r.decode_tps]
     server = result.prompts[0].server if result.prompts else None
     return ArmRun(
-        round=0, arm="kit-cli", decode_tps=[r.decode_tps or 0.0 for r in measured], server=server
+        round=0,
+        arm="kit-cli",
+        decode_tps=[r.decode_tps or 0.0 for r in measured],
+        server=server,
+        warmup_decode_tps=warm,
     )
 
 
@@ -210,21 +227,62 @@ def fidelity(
     rounds: int,
     interval_s: float = 0.5,
     recipe: Recipe | None = None,
+    out_file: Path | None = None,
 ) -> Fidelity:
     """The interleave (the module's docstring) against the server at ``url``, with the first of
     the recipe's prompts and its warm-ups and runs; with ``recipe`` (whose bench this is) also
-    the ``kit-cli`` arm, on the recipe with the same bench."""
+    the ``kit-cli`` arm, on the recipe with the same bench. ``out_file`` is rewritten after
+    every window (``complete`` false until the last), so an interrupted run keeps its windows."""
     url = url.rstrip("/")
     prompt = bench.prompts[0]
-    one = bench.model_copy(update={"prompts": [prompt], "prefill": None, "load": None})
+    # one prompt, sequential: what only a load pattern takes goes with it, and the result is
+    # validated again (a copy is not), so the CLI arm's recipe cannot be refused mid-run
+    one = Bench.model_validate(
+        bench.model_copy(
+            update={"prompts": [prompt], "prefill": None, "load": None}
+            | {"dataset": None, "slo": None}
+        ).model_dump()
+    )
     warm = one.model_copy(update={"runs": max(one.warmups, 1), "warmups": 0})
     measured = one.model_copy(update={"warmups": 0})
     body = request_body(measured, model, prompt.text, prompt.max_tokens)
     started = utc_now_ms()
     Bencher(url, warm, model).run()  # warm the server once
     arms = list(ARMS) if recipe is not None else list(ARMS[:3])
-    cli_recipe = recipe.model_copy(update={"bench": measured}) if recipe is not None else None
+    # the CLI's own process is cold: it runs the recipe's warm-ups, as a user's run does
+    cli_recipe = recipe.model_copy(update={"bench": one}) if recipe is not None else None
     windows: list[ArmRun] = []
+    errors: list[str] = []
+
+    def result(complete: bool) -> Fidelity:
+        summary = summarize(windows)
+        kit = next((s for s in summary if s.arm == "kit"), None)
+        met = None
+        if kit and kit.server_vs_independent_pct is not None and kit.worst_dip_pct is not None:
+            met = (
+                kit.server_vs_independent_pct >= -GOAL_MEAN_PCT
+                and kit.worst_dip_pct >= -GOAL_DIP_PCT
+            )
+        return Fidelity(
+            target=url,
+            served_model=model,
+            prompt=prompt.name,
+            max_tokens=prompt.max_tokens,
+            runs=measured.runs,
+            rounds=rounds,
+            arms=arms,
+            sample_interval_s=interval_s,
+            started_at=started,
+            finished_at=utc_now_ms(),
+            windows=windows,
+            summary=summary,
+            goal_mean_pct=GOAL_MEAN_PCT,
+            goal_dip_pct=GOAL_DIP_PCT,
+            goals_met=met,
+            complete=complete,
+            errors=errors,
+        )
+
     with httpx.Client(timeout=30) as client:
         for rnd in range(rounds):
             for arm in arms:
@@ -235,39 +293,29 @@ def fidelity(
                     try:
                         run = _cli_arm(url, cli_recipe)
                     except RuntimeError as exc:
+                        if rnd == 0:  # not a passing fault: the whole CLI does not run
+                            raise
+                        errors.append(f"round {rnd} kit-cli: {exc}")
                         log.warning("fidelity: the kit-cli arm failed: %s", exc)
                         continue
                 else:
                     run = _kit_arm(url, measured, model, arm == "kit", interval_s)
                 windows.append(run.model_copy(update={"round": rnd}))
                 log.info(
-                    "fidelity: round %d %s: %s tok/s",
+                    "fidelity: round %d %s: %s tok/s%s",
                     rnd,
                     arm,
                     ", ".join(f"{v:.1f}" for v in run.decode_tps),
+                    f" (server {run.server.decode_tps:.1f})"
+                    if run.server and run.server.decode_tps
+                    else "",
                 )
-    summary = summarize(windows)
-    kit = next(s for s in summary if s.arm == "kit")
-    met = None
-    if kit.server_vs_independent_pct is not None and kit.worst_dip_pct is not None:
-        met = kit.server_vs_independent_pct >= -GOAL_MEAN_PCT and kit.worst_dip_pct >= -GOAL_DIP_PCT
-    return Fidelity(
-        target=url,
-        served_model=model,
-        prompt=prompt.name,
-        max_tokens=prompt.max_tokens,
-        runs=measured.runs,
-        rounds=rounds,
-        arms=arms,
-        sample_interval_s=interval_s,
-        started_at=started,
-        finished_at=utc_now_ms(),
-        windows=windows,
-        summary=summary,
-        goal_mean_pct=GOAL_MEAN_PCT,
-        goal_dip_pct=GOAL_DIP_PCT,
-        goals_met=met,
-    )
+                if out_file is not None:
+                    out_file.write_text(result(False).model_dump_json(indent=2) + "\n")
+    final = result(True)
+    if out_file is not None:
+        out_file.write_text(final.model_dump_json(indent=2) + "\n")
+    return final
 
 
 def fidelity_table(f: Fidelity) -> str:

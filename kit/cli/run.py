@@ -159,12 +159,17 @@ def bench(
         from kit.report.assemble import new_run_id
 
         model, _ = model_info(target)
-        result = fidelity(
-            target, loaded.recipe.bench, model, rounds=fidelity_rounds, recipe=loaded.recipe
-        )
         out = Path(out_dir) / f"fidelity-{loaded.recipe.name}-{new_run_id()}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(result.model_dump_json(indent=2) + "\n")
+        click.echo(f"kit bench --fidelity: writing {out} as it goes", err=True)
+        result = fidelity(
+            target,
+            loaded.recipe.bench,
+            model,
+            rounds=fidelity_rounds,
+            recipe=loaded.recipe,
+            out_file=out,
+        )
         click.echo(fidelity_table(result), err=True)
         click.echo(str(out))
         return

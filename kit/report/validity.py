@@ -115,6 +115,18 @@ def _bench_findings(report: Report) -> list[Finding]:
                 "timestamps lag the bytes (raise bench.load.processes)",
             )
         )
+    choices = report.server.engine_choices if report.server else None
+    if choices is not None and choices.jit_kernels:
+        found.append(
+            _finding(
+                "engine-jit-while-serving",
+                "warning",
+                f"the engine compiled {', '.join(choices.jit_kernels)} while serving (its log: "
+                "'JIT compilation during inference'): the requests in flight when it first met "
+                "that shape stalled, and a point or run then reads slower than the server is "
+                "(warm up at each point's concurrency; the server log has the time)",
+            )
+        )
     speculative = report.recipe.get("speculative") or {}
     if speculative.get("method", "none") != "none":
         spec = bench.spec_decode

@@ -145,7 +145,8 @@ def run_vllm_bench(
         )
         judged = [p.agree for p in points if p.agree is not None]
         return VllmBench(
-            tool="python -m vllm.entrypoints.cli.main bench serve (the engine's own)",
+            tool="vllm bench serve (the engine's own), every point in one process "
+            "(kit.vllm_bench.driver)",
             definitions="at each load point, as kit.vllm_bench.points says",
             warmups=settings.warmups,
             runs=0,

@@ -12,7 +12,9 @@ hits.) ``--ignore-eos`` when the dataset sets it, the point's measured requests 
 ``--max-concurrency`` with ``--request-rate inf``, at a rate point ``--request-rate`` with
 ``--burstiness 1`` (Poisson; kit's constant arrivals have no exact vLLM equivalent and are
 sent as Poisson, which the entry says) and the rate pattern's ``max_concurrency``. Through the
-chat endpoint, as kit sends them.
+chat endpoint, as kit sends them. All points run in one process of the engine's environment
+(:mod:`kit.vllm_bench.driver`: vLLM's own parser and entry point of the subcommand, one point
+after the other), so vLLM is imported once per sweep, not once per point.
 
 Both tools define the figures alike here (vLLM's benchmark is where kit's load definitions come
 from): output throughput over the benchmark's duration, TTFT to the first token, TPOT per
@@ -40,6 +42,8 @@ from kit.recipe.traffic import RateLoad
 from kit.vllm_bench.prompts import shown_argv
 
 log = logging.getLogger(__name__)
+
+DRIVER = Path(__file__).with_name("driver.py")
 
 TOLERANCE_PCT = 2.0
 # (name, vLLM result key, kit's field of a point, its statistic or None)
@@ -102,6 +106,37 @@ def invoke(
     if proc.returncode != 0:
         return f"exit {proc.returncode}: " + " | ".join(proc.stdout.splitlines()[-3:])
     return None
+
+
+def invoke_points(
+    python: str, argvs: dict[str, list[str]], env: dict[str, str], timeout_s: float, out_dir: Path
+) -> dict[str, str | None]:
+    """Run each point's `vllm bench serve` (``argvs``: label -> arguments after the module)
+    in one engine process (:mod:`kit.vllm_bench.driver`), its output into
+    ``vllm-bench-points.log``; label -> why that point failed, or None."""
+    plan = out_dir / "vllm-bench-points.plan.json"
+    status_file = out_dir / "vllm-bench-points.status.json"
+    plan.write_text(json.dumps([{"label": k, "argv": v[2:]} for k, v in argvs.items()]))
+    status_file.unlink(missing_ok=True)
+    error = None
+    with (out_dir / "vllm-bench-points.log").open("w") as log_fh:
+        try:
+            proc = subprocess.run(
+                [python, str(DRIVER), str(plan), str(status_file)],
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                timeout=timeout_s * max(1, len(argvs)),
+                check=False,
+            )
+            if proc.returncode != 0:
+                error = f"the driver exited {proc.returncode} (vllm-bench-points.log)"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+    done: dict[str, str | None] = {}
+    if status_file.exists():
+        done = json.loads(status_file.read_text())
+    return {label: done.get(label, error or "not run") for label in argvs}
 
 
 def point_lines(planned: list[Planned], point: LoadPoint, offset: int, salt: str) -> str:
@@ -191,13 +226,12 @@ def run_points(
     note = None
     if isinstance(bench.load, RateLoad) and bench.load.arrival == "constant":
         note = "kit sent constant arrivals, vLLM Poisson ones (burstiness 1)"
-    entries: list[VllmBenchPoint] = []
+    argvs: dict[str, list[str]] = {}
     for point in points:
-        name = f"vllm-bench-{point.label}.json"
         dataset = out_dir / f"vllm-bench-{point.label}.jsonl"
         salt = f"vllm-{point.label}-{secrets.token_hex(4)}"
         dataset.write_text(point_lines(planned, point, bench.load.warmup_requests, salt))
-        argv = point_argv(
+        argvs[point.label] = point_argv(
             url=url,
             model=model,
             tokenizer=tokenizer,
@@ -206,13 +240,18 @@ def run_points(
             dataset=dataset,
             warmups=warmups,
             result_dir=out_dir,
-            result_file=name,
+            result_file=f"vllm-bench-{point.label}.json",
         )
-        log.info("vllm bench serve: %s, %d requests", point.label, point.requests)
-        t0 = time.monotonic()
-        error = invoke(python, argv, env, timeout_s, out_dir / f"vllm-bench-{point.label}.log")
-        shown = shown_argv(argv, out_dir)
+    log.info("vllm bench serve: %d points in one process", len(argvs))
+    t0 = time.monotonic()
+    status = invoke_points(python, argvs, env, timeout_s, out_dir)
+    log.info("vllm bench serve: %d points done in %.0f s", len(argvs), time.monotonic() - t0)
+    entries: list[VllmBenchPoint] = []
+    for point in points:
+        name = f"vllm-bench-{point.label}.json"
+        shown = shown_argv(argvs[point.label], out_dir)
         path = out_dir / name
+        error = status.get(point.label, "not run")
         if error is None and path.exists():
             data = json.loads(path.read_text())
             figures, agree = compare_point(point, data)
@@ -228,7 +267,6 @@ def run_points(
                     note=note,
                 )
             )
-            log.info("vllm bench serve: %s done in %.0f s", point.label, time.monotonic() - t0)
         else:
             entries.append(
                 VllmBenchPoint(

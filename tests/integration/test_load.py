@@ -191,6 +191,10 @@ def test_fidelity_interleaves_kit_and_an_independent_client(
         "bench.warmups=1",
         "bench.runs=2",
         "bench.prompts.0.max_tokens=24",
+        # a load recipe's: fidelity is sequential, and its CLI arm's recipe drops them
+        "bench.load={pattern: concurrency, levels: [1], requests: 2}",
+        "bench.dataset={kind: random, input_tokens: 16, output_tokens: 8}",
+        "bench.slo={ttft_ms: 60000}",
     ]
     proc = subprocess.run(
         [sys.executable, "-m", "kit.cli", "bench", "--target", server.url, str(cpu_recipe.path),
@@ -210,6 +214,9 @@ def test_fidelity_interleaves_kit_and_an_independent_client(
     assert arms["independent"]["vs_independent_pct"] == 0
     assert arms["kit"]["server_vs_independent_pct"] is not None
     assert result["goals_met"] in (True, False)
+    assert result["complete"] is True and result["errors"] == []  # written as it went
+    # the CLI arm ran its warm-up first, apart from the measured requests
+    assert all(len(w["warmup_decode_tps"]) == 1 for w in result["windows"] if w["arm"] == "kit-cli")
     assert "kit bench --fidelity: 2 rounds x 2 requests of 'narrative'" in proc.stderr
 
 
@@ -257,3 +264,6 @@ def test_vllm_bench_serve_runs_at_each_load_point(
         assert figures["TPOT p50"].delta_pct is not None
     assert side.agree in (True, False)  # 2 cores: agreement is not expected here
     assert side.prompts == []
+    # both points ran in one engine process, one after the other
+    shared_log = (tmp_path / "vllm-bench-points.log").read_text()
+    assert shared_log.count("=== kit point concurrency-") == 4, shared_log[-2000:]

@@ -150,3 +150,24 @@ def test_read_engine_choices_from_a_file(tmp_path: Path) -> None:
 def test_read_engine_choices_on_a_missing_file(tmp_path: Path) -> None:
     assert read_engine_choices(tmp_path / "server.log") is None
     assert read_engine_choices(tmp_path) is None  # a directory is unreadable as a log too
+
+
+# the line vLLM 0.26.0 printed on an H200, mid-sweep (bench/results/h200-llama8b-bf16-sweep-...)
+JIT_LINE = (
+    "(EngineCore pid=1070) WARNING 12-02 06:46:32 [jit_monitor.py:135] Triton kernel JIT "
+    "compilation during inference: _topk_topp_kernel. This causes a latency spike; consider "
+    "extending warmup to cover this shape/config.\n"
+)
+
+
+def test_kernels_compiled_while_serving_are_read_from_the_whole_log(tmp_path: Path) -> None:
+    assert parse_engine_log(CPU_FALLBACK_LOG + JIT_LINE * 2).jit_kernels == ["_topk_topp_kernel"]
+    assert parse_engine_log(CPU_FALLBACK_LOG).jit_kernels == []
+    log = tmp_path / "server.log"
+    log.write_text(
+        CPU_FALLBACK_LOG + "x" * 5000 + "\n" + JIT_LINE + JIT_LINE.replace("_topk", "_k")
+    )
+    # the boot choices from the head only, the kernels compiled mid-run from all of it
+    capped = read_engine_choices(log, max_bytes=len(CPU_FALLBACK_LOG))
+    assert capped is not None and capped.attention_backend == "CPU_ATTN"
+    assert capped.jit_kernels == ["_topk_topp_kernel", "_k_topp_kernel"]

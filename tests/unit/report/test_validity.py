@@ -208,3 +208,20 @@ def test_a_load_point_whose_client_was_saturated_is_named(base: Report) -> None:
         "concurrency-1: kit's load client used 96 % of a core at concurrency-1 (90 % or more)"
     )
     assert "client-saturated" not in [f.code for f in verdict(with_cpu(40.0)).reasons]
+
+
+def test_a_kernel_compiled_while_serving_is_a_warning(base: Report) -> None:
+    from kit.enginelog import parse_engine_log
+
+    def with_log(text: str) -> Report:
+        out = base.model_dump(mode="json")
+        assert out["server"] is not None
+        out["server"]["engine_choices"] = parse_engine_log(text).model_dump(mode="json")
+        return Report.model_validate(out)
+
+    line = "WARNING [jit_monitor.py:135] Triton kernel JIT compilation during inference: _k.\n"
+    jit = [f for f in verdict(with_log(line)).reasons if f.code == "engine-jit-while-serving"]
+    assert jit and jit[0].severity == "warning"
+    assert jit[0].message.startswith("the engine compiled _k while serving")
+    codes = [f.code for f in verdict(with_log("INFO nothing compiled\n")).reasons]
+    assert "engine-jit-while-serving" not in codes
