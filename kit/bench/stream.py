@@ -112,6 +112,12 @@ class RequestRecord(KitModel):
         description="Load points only: the send time, seconds after the point's start "
         "(a monotonic clock); the point's duration and throughput derive from it.",
     )
+    first_chunk_s: float | None = Field(
+        None,
+        description="Load points only: send to the first chunk with choices, text or not "
+        "(where vLLM's benchmark stops its TTFT clock; ttft_s waits for text, so a first token "
+        "whose text is empty, as a partial UTF-8 sequence, puts it one token later).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -129,6 +135,8 @@ class RequestRecord(KitModel):
     @model_serializer(mode="wrap")
     def _sent_only_under_load(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
+        if data.get("first_chunk_s") is None:
+            data.pop("first_chunk_s", None)
         if data.get("sent_s") is None:
             data.pop("sent_s", None)  # sequential records are written as they always were
         elif "text_chunk_times_s" in data:  # a load record: its chunk times packed
@@ -225,6 +233,7 @@ class StreamState:
     def __init__(self, t_send: float) -> None:
         self.t_send = t_send
         self.ttft: float | None = None
+        self.first: float | None = None
         self.wall: float | None = None
         self.usage: dict[str, Any] | None = None
         self.finish: str | None = None
@@ -246,6 +255,8 @@ class StreamState:
             raise BenchAborted(f"malformed stream chunk: {shown}") from None
         if "error" in chunk and not chunk.get("choices"):
             raise BenchAborted(f"server error in stream: {chunk['error']}")
+        if self.first is None and chunk.get("choices"):
+            self.first = now - self.t_send
         piece = delta_text(chunk)
         if piece:
             if self.ttft is None:
@@ -304,6 +315,9 @@ class StreamState:
             salt=salt,
             error=error,
             sent_s=sent_s,
+            first_chunk_s=round(self.first, 6)
+            if sent_s is not None and self.first is not None
+            else None,
         )
 
 

@@ -248,6 +248,10 @@ def test_vllm_bench_serve_runs_at_each_load_point(
         out_dir=tmp_path,
     )  # fmt: skip
     assert [p.label for p in side.points] == ["concurrency-1", "concurrency-2"]
+    # kit keeps vLLM's TTFT too (the first chunk with choices), never after its own
+    for kp in result.load_points:
+        assert kp.first_chunk_ms is not None and kp.ttft_ms.p50 is not None
+        assert (kp.first_chunk_ms.p50 or 0) <= kp.ttft_ms.p50
     for p in side.points:
         assert p.error is None and (p.completed, p.failed) == (3, 0), p
         assert "--max-concurrency" in p.argv and "--ignore-eos" in p.argv

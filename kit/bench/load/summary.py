@@ -64,7 +64,12 @@ class LoadPoint(KitModel):
     total_tps: float | None = Field(description="Prompt and output tokens per second.")
     prompt_tokens: int = Field(description="Prompt tokens of the completed requests.")
     output_tokens: int = Field(description="Output tokens of the completed requests.")
-    ttft_ms: Percentiles = Field(description="Time to first token.")
+    ttft_ms: Percentiles = Field(description="Time to first token (the first chunk with text).")
+    first_chunk_ms: Percentiles | None = Field(
+        None,
+        description="Time to the first chunk with choices, text or not: vLLM's benchmark's TTFT "
+        "(None in reports written before kit kept it).",
+    )
     tpot_ms: Percentiles = Field(description="Time per output token after the first.")
     itl_ms: Percentiles = Field(description="Gaps between text chunks.")
     e2e_ms: Percentiles = Field(description="End-to-end latency.")
@@ -123,6 +128,7 @@ def summarize_point(
         for r in done
         for a, b in zip(r.text_chunk_times_s, r.text_chunk_times_s[1:], strict=False)
     ]
+    firsts = [r.first_chunk_s * 1000 for r in done if r.first_chunk_s is not None]
     return LoadPoint(
         label=label,
         pattern=pattern,
@@ -136,6 +142,7 @@ def summarize_point(
         prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
         ttft_ms=percentiles((r.ttft_s or 0) * 1000 for r in done if r.ttft_s is not None),
+        first_chunk_ms=percentiles(firsts) if firsts else None,
         tpot_ms=percentiles(t * 1000 for r in done if (t := _tpot_s(r)) is not None),
         itl_ms=percentiles(gaps),
         e2e_ms=percentiles((r.wall_s or 0) * 1000 for r in done),

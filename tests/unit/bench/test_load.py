@@ -514,3 +514,46 @@ def test_client_processes_send_each_request_of_a_point_once(load: dict[str, Any]
     # every request index sent once, by whichever process took it
     assert sorted(s.split("]")[0] for s in seen) == sorted(f"[s-{i}" for i in range(7))
     assert cpu > 0
+
+
+def test_a_first_token_without_text_moves_kits_ttft_not_vllms() -> None:
+    from kit.bench.stream import StreamState
+    from kit.vllm_bench.points import compare_point
+
+    def chunk(text: str | None, **delta: str) -> str:
+        if text is not None:
+            delta["content"] = text
+        return json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+
+    usage = json.dumps({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3}})
+    body = {"max_tokens": 3}
+
+    def stream(sent_s: float | None) -> RequestRecord:
+        s = StreamState(t_send=10.0)
+        # the role chunk and a first token whose text is empty (half a UTF-8 sequence)
+        for data, now in ((chunk("", role="assistant"), 10.040), (chunk(""), 10.041),
+                          (chunk("ab"), 10.046), (chunk("c"), 10.051), (usage, 10.052),
+                          ("[DONE]", 10.053)):  # fmt: skip
+            s.event(data, now)
+        return s.record(body, None, prompt="concurrency-2", phase="load", index=0,
+                        started="2026-12-01T00:00:00.000+00:00", usable_fraction=0.5,
+                        sent_s=sent_s)  # fmt: skip
+
+    rec = stream(0.0)
+    assert rec.first_chunk_s == pytest.approx(0.040) and rec.ttft_s == pytest.approx(0.046)
+    assert json.loads(rec.model_dump_json())["first_chunk_s"] == pytest.approx(0.040)
+    sequential = stream(None)  # sequential records are written as they always were
+    assert sequential.first_chunk_s is None
+    assert "first_chunk_s" not in json.loads(sequential.model_dump_json())
+    point = summarize_point("concurrency-2", "concurrency", 2, [rec], None)
+    assert point.first_chunk_ms is not None and point.first_chunk_ms.p50 == pytest.approx(40.0)
+    assert point.ttft_ms.p50 == pytest.approx(46.0)
+    # vLLM's TTFT is compared with kit's first chunk
+    figures, _ = compare_point(point, {"median_ttft_ms": 40.0, "p99_ttft_ms": 40.0})
+    ttft = {f.figure: f for f in figures}
+    assert ttft["TTFT p50"].delta_pct == pytest.approx(0.0)
+    # a point from a report written before kit kept the first chunk: kit's own TTFT
+    old = point.model_copy(update={"first_chunk_ms": None})
+    assert {f.figure: f for f in compare_point(old, {"median_ttft_ms": 40.0})[0]}[
+        "TTFT p50"
+    ].kit == pytest.approx(46.0)
