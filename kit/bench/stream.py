@@ -153,6 +153,12 @@ def utc_now_ms() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+def ignores_eos(bench: Bench) -> bool:
+    """Whether kit's requests (and vLLM's beside them) send ``ignore_eos``: the recipe says so,
+    or its random dataset does, to generate the drawn output lengths exactly."""
+    return bench.ignore_eos or bool(getattr(bench.dataset, "ignore_eos", False))
+
+
 def request_body(bench: Bench, model: str, text: str, max_tokens: int) -> dict[str, Any]:
     """The streamed chat request for one prompt, the recipe's sampling sent explicitly."""
     s = bench.sampling
@@ -170,7 +176,7 @@ def request_body(bench: Bench, model: str, text: str, max_tokens: int) -> dict[s
     }
     if s.seed is not None:
         body["seed"] = s.seed
-    if bench.ignore_eos or getattr(bench.dataset, "ignore_eos", False):
+    if ignores_eos(bench):
         body["ignore_eos"] = True  # the random dataset's drawn output lengths, exactly
     return body
 

@@ -39,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kit.bench import BenchResult
 from kit.bench.load import LoadPoint
-from kit.bench.load.datasets import Planned
+from kit.bench.load.datasets import Planned, nth
+from kit.bench.stream import ignores_eos
 from kit.recipe import Bench
 from kit.recipe.traffic import RateLoad
 from kit.vllm_bench.prompts import shown_argv
@@ -147,7 +148,7 @@ def point_lines(planned: list[Planned], point: LoadPoint, offset: int, salt: str
     warm-ups being first), each behind ``salt`` and its number, with its output length."""
     rows = []
     for i in range(point.requests):
-        p = planned[(offset + i) % len(planned)]
+        p = nth(planned, offset + i)
         rows.append(json.dumps({"prompt": f"[{salt}-{i}] {p.text}", "output_tokens": p.max_tokens}))
     return "\n".join(rows) + "\n"
 
@@ -187,7 +188,7 @@ def point_argv(
             argv += ["--max-concurrency", str(load.max_concurrency)]
     else:
         argv += ["--request-rate", "inf", "--max-concurrency", str(int(point.level))]
-    if bench.ignore_eos or getattr(bench.dataset, "ignore_eos", False):  # as kit's requests
+    if ignores_eos(bench):  # as kit's requests
         argv.append("--ignore-eos")
     return argv
 

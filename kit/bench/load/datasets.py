@@ -20,6 +20,11 @@ class Planned:
     max_tokens: int
 
 
+def nth(planned: list[Planned], n: int) -> Planned:
+    """The request a point sends as its ``n``-th (warm-ups first): the plan, over and over."""
+    return planned[n % len(planned)]
+
+
 def file_requests(ds: FileDataset, recipe_dir: Path | None) -> list[Planned]:
     """The prompts of a local JSONL or ShareGPT file, refused unless its sha256 matches."""
     path = Path(ds.path)

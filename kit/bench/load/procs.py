@@ -28,7 +28,7 @@ def _child(
 ) -> None:
     import asyncio
 
-    from kit.bench.load.run import Share, _run_point
+    from kit.bench.load.run import Share, cpu_pct, send_point
 
     url, bench, model, level, planned, phase, count, salt, t0 = args
 
@@ -46,13 +46,11 @@ def _child(
         cpu0, wall0 = time.process_time(), time.perf_counter()
         share = Share(k=k, of=of, take=take, start=float(start.value))
         records = asyncio.run(
-            _run_point(
+            send_point(
                 url, bench, model, bench.load, level, planned, phase, count, salt, t0, None, share
             )
         )
-        wall = time.perf_counter() - wall0
-        cpu = (time.process_time() - cpu0) / wall * 100 if wall > 0 else 0.0
-        conn.send(("ok", [r.model_dump_json() for r in records], cpu))
+        conn.send(("ok", [r.model_dump_json() for r in records], cpu_pct(cpu0, wall0)))
     except BaseException as exc:  # the parent says what failed; nothing is lost silently
         conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0))
     finally:
@@ -62,7 +60,7 @@ def _child(
 def run_in_processes(args: tuple[Any, ...], processes: int) -> tuple[list[RequestRecord], float]:
     """The point's records (as they came, not yet in send order) from ``processes`` client
     processes, and the busiest one's CPU use in percent of one core. ``args`` are
-    :func:`kit.bench.load.run._run_point`'s ``(url, bench, model, level, planned, phase,
+    :func:`kit.bench.load.run.send_point`'s ``(url, bench, model, level, planned, phase,
     count, salt, t0)``."""
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)

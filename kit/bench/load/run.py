@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kit.bench import aio
-from kit.bench.load.datasets import Planned
+from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import Phase, RequestRecord, request_body
 from kit.recipe import Bench
 from kit.recipe.traffic import AnyLoad, RateLoad, point_label, point_levels, point_requests
@@ -37,7 +37,14 @@ class Share:
     start: float
 
 
-async def _run_point(
+def cpu_pct(cpu0: float, wall0: float) -> float:
+    """This process's CPU time since ``cpu0`` (process_time) over the wall time since ``wall0``
+    (perf_counter), in percent of one core."""
+    wall = time.perf_counter() - wall0
+    return (time.process_time() - cpu0) / wall * 100 if wall > 0 else 0.0
+
+
+async def send_point(
     url: str,
     bench: Bench,
     model: str,
@@ -51,11 +58,13 @@ async def _run_point(
     on_request: Callable[[RequestRecord], None] | None,
     share: Share | None = None,
 ) -> list[RequestRecord]:
+    """The ``count`` requests of one point (or, with ``share``, one client process's part of
+    them) sent as its pattern says, over the asyncio client; their records as they ended."""
     label = point_label(load, level)
     offset = load.warmup_requests if phase == "load" else 0  # the measured ones follow on
 
     def body(i: int) -> dict[str, Any]:
-        p = planned[(offset + i) % len(planned)]
+        p = nth(planned, offset + i)
         return request_body(bench, model, f"[{salt}-{offset + i}] {p.text}", p.max_tokens)
 
     async def one(conn: aio.Connection, i: int) -> RequestRecord:
@@ -157,11 +166,9 @@ def run_point(
         return in_send_order(records), cpu
     cpu0, wall0 = time.process_time(), time.perf_counter()
     records = asyncio.run(
-        _run_point(url, bench, model, load, level, planned, phase, count, salt, t0, on_request)
+        send_point(url, bench, model, load, level, planned, phase, count, salt, t0, on_request)
     )
-    wall = time.perf_counter() - wall0
-    cpu = (time.process_time() - cpu0) / wall * 100 if wall > 0 else 0.0
-    return in_send_order(records), round(cpu, 1)
+    return in_send_order(records), round(cpu_pct(cpu0, wall0), 1)
 
 
 def levels(bench: Bench) -> list[float]:
