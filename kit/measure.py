@@ -16,7 +16,7 @@ from kit.errors import KitError
 from kit.probe import GpuSampler, HostLoadSampler
 from kit.progress import Status
 from kit.recipe import LoadedRecipe
-from kit.recipe.traffic import point_levels, point_requests
+from kit.recipe.traffic import point_levels, point_requests, point_warmups
 from kit.report.assemble import Evidence
 from kit.roofline import Bandwidth, bandwidth_source, measure_bandwidth, roofline
 from kit.vllm_bench import run_vllm_bench
@@ -44,7 +44,7 @@ def _progress_line(status: Status, total: int) -> Callable[[RequestRecord], None
 def planned_requests(loaded: LoadedRecipe) -> int:
     b = loaded.recipe.bench
     if b.load is not None:
-        n = sum(b.load.warmup_requests + point_requests(b.load, v) for v in point_levels(b.load))
+        n = sum(point_warmups(b.load, v) + point_requests(b.load, v) for v in point_levels(b.load))
     else:
         n = len(b.prompts) * (b.warmups + b.runs)
     if b.prefill:

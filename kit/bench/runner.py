@@ -53,7 +53,13 @@ from kit.metrics import (
     spec_decode_delta,
 )
 from kit.recipe import Bench
-from kit.recipe.traffic import FileDataset, RandomDataset, point_label, point_requests
+from kit.recipe.traffic import (
+    FileDataset,
+    RandomDataset,
+    point_label,
+    point_requests,
+    point_warmups,
+)
 
 log = logging.getLogger(__name__)
 
@@ -242,8 +248,8 @@ class Bencher:
         most any point sends."""
         load = self.bench.load
         assert load is not None
-        most = max(point_requests(load, v) for v in levels(self.bench))
-        return self.planned(load.warmup_requests + most)
+        most = max(point_warmups(load, v) + point_requests(load, v) for v in levels(self.bench))
+        return self.planned(most)
 
     def _load_points(self, points: list[LoadPoint]) -> None:
         load = self.bench.load

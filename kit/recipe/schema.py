@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kit.paths import display_path
-from kit.recipe.base import RecipeModel
+from kit.recipe.base import RecipeModel, drop_late_defaults
 from kit.recipe.protocol import Reference, departures
 from kit.recipe.serving import Bench, Rig, Server
 from kit.recipe.sources import (
@@ -32,6 +32,7 @@ SCHEMA_VERSION = 1
 class Recipe(RecipeModel):
     """A complete, resolved recipe (after ``extends`` and ``--set``)."""
 
+    late_fields = frozenset({"rig"})
     schema_version: Literal[1] = Field(description="Recipe format version.")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Short identifier.")
     description: str = Field("", description="What this recipe reproduces.")
@@ -152,22 +153,12 @@ class Recipe(RecipeModel):
         return not departures(self.bench)
 
     def to_json_dict(self) -> dict[str, Any]:
-        # a recipe without a rig, an AutoRound placement or a load pattern dumps as it did
-        # before those fields existed: the same sha256, and comparable with the reports then
-        exclude: dict[str, Any] = {}
-        if self.rig is None:
-            exclude["rig"] = True
-        if getattr(self.quantization, "placement", "absent") is None:
-            exclude["quantization"] = {"placement"}
-        # likewise a bench without a load pattern (the sequential protocol)
-        unset: dict[str, Any] = {
-            k: True for k in ("load", "dataset", "slo") if getattr(self.bench, k) is None
-        }
-        if self.bench.load is not None and self.bench.load.processes == 1:
-            unset["load"] = {"processes"}  # one client process: as before the field existed
-        if unset:
-            exclude["bench"] = unset
-        return self.model_dump(mode="json", exclude=exclude or None)
+        # a recipe without a rig, an AutoRound placement, a load pattern or any later field
+        # dumps as it did before those fields existed (RecipeModel.late_fields): the same
+        # sha256, and comparable with the reports then
+        data = self.model_dump(mode="json")
+        drop_late_defaults(self, data)
+        return data
 
     def sha256(self) -> str:
         return recipe_sha256(self.to_json_dict())

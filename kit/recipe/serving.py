@@ -181,6 +181,7 @@ class VllmBenchSettings(RecipeModel):
 
 
 class Bench(RecipeModel):
+    late_fields = frozenset({"load", "dataset", "slo"})
     warmups: int = Field(3, ge=0, description="Discarded requests per prompt.")
     runs: int = Field(5, gt=0, description="Measured requests per prompt.")
     sampling: Sampling = Field(default_factory=Sampling, description="Sampling parameters.")

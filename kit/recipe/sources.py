@@ -145,6 +145,7 @@ class AutoRoundPlacement(RecipeModel):
 
 
 class AutoRoundQuantization(RecipeModel):
+    late_fields = frozenset({"placement"})
     """Weight-only quantization with Intel AutoRound."""
 
     method: Literal["autoround"] = Field(description="Quantize with AutoRound.")

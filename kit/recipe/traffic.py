@@ -28,6 +28,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 class _Point(RecipeModel):
+    late_fields = frozenset({"processes"})
     requests: int = Field(
         gt=0, description="Measured requests per point (see requests_per_stream)."
     )
@@ -48,6 +49,13 @@ class _Point(RecipeModel):
     )
 
 
+def _one_warmup_rule(requests: int, per_stream: int | None) -> None:
+    if per_stream is not None and requests:
+        raise ValueError(
+            "warmup_requests and warmup_per_stream both set: a point's warm-up is one or the other"
+        )
+
+
 class ConcurrencyLoad(_Point):
     """A fixed number of streams in flight."""
 
@@ -59,6 +67,19 @@ class ConcurrencyLoad(_Point):
         description="Measured requests per point = level x this, in place of `requests` (as "
         "`vllm bench serve --num-prompts $((C*k))` sweeps are run).",
     )
+    warmup_per_stream: int | None = Field(
+        None,
+        gt=0,
+        description="Warm-up requests per point = level x this, in place of "
+        "`warmup_requests`: each point's warm-up then reaches its batch size (vLLM compiles "
+        "some kernels the first time a batch reaches a size, stalling whatever is in flight).",
+    )
+    late_fields = frozenset({"processes", "warmup_per_stream"})
+
+    @model_validator(mode="after")
+    def _one_warmup(self) -> ConcurrencyLoad:
+        _one_warmup_rule(self.warmup_requests, self.warmup_per_stream)
+        return self
 
     @field_validator("levels")
     @classmethod
@@ -114,9 +135,17 @@ class SweepLoad(_Point):
         gt=0,
         description="Measured requests per point = level x this, in place of `requests`.",
     )
+    warmup_per_stream: int | None = Field(
+        None,
+        gt=0,
+        description="Warm-up requests per point = level x this, in place of "
+        "`warmup_requests` (see the concurrency pattern's).",
+    )
+    late_fields = frozenset({"processes", "warmup_per_stream"})
 
     @model_validator(mode="after")
     def _range(self) -> SweepLoad:
+        _one_warmup_rule(self.warmup_requests, self.warmup_per_stream)
         if self.max_concurrency < self.start:
             raise ValueError(f"max_concurrency {self.max_concurrency} is below start {self.start}")
         return self
@@ -203,6 +232,12 @@ def point_levels(load: AnyLoad) -> list[float]:
         step = max(int(out[-1] * load.factor), int(out[-1]) + 1)
         out.append(float(min(step, load.max_concurrency)))
     return out
+
+
+def point_warmups(load: AnyLoad, level: float) -> int:
+    """Warm-up requests of the point at ``level`` (sent first, at its concurrency)."""
+    per_stream = getattr(load, "warmup_per_stream", None)
+    return int(level) * per_stream if per_stream else load.warmup_requests
 
 
 def point_requests(load: AnyLoad, level: float) -> int:

@@ -8,7 +8,8 @@ client's requests hit the prefix cache the other one filled. (vLLM's random data
 ``--seed`` sends the same prompts at every point: on one server each point after the first
 then reads part of its prompts from the prefix cache, which an H200 sweep showed at 70 %
 hits.) ``--ignore-eos`` when the dataset sets it, the point's measured requests as
-``--num-prompts`` and its warm-ups as ``--num-warmups``; at a concurrency point
+``--num-prompts`` and ``bench.vllm_bench.warmups`` as ``--num-warmups`` (kit's own count at the
+point with ``warmup_per_stream``, so both reach the point's batch size); at a concurrency point
 ``--max-concurrency`` with ``--request-rate inf``, at a rate point ``--request-rate`` with
 ``--burstiness 1`` (Poisson; kit's constant arrivals have no exact vLLM equivalent and are
 sent as Poisson, which the entry says) and the rate pattern's ``max_concurrency``. Through the
@@ -42,7 +43,7 @@ from kit.bench.load import LoadPoint
 from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import ignores_eos
 from kit.recipe import Bench
-from kit.recipe.traffic import RateLoad
+from kit.recipe.traffic import RateLoad, point_warmups
 from kit.vllm_bench.prompts import shown_argv
 
 log = logging.getLogger(__name__)
@@ -236,7 +237,9 @@ def run_points(
     for point in points:
         dataset = out_dir / f"vllm-bench-{point.label}.jsonl"
         salt = f"vllm-{point.label}-{secrets.token_hex(4)}"
-        dataset.write_text(point_lines(planned, point, bench.load.warmup_requests, salt))
+        dataset.write_text(
+            point_lines(planned, point, point_warmups(bench.load, point.level), salt)
+        )
         argvs[point.label] = point_argv(
             url=url,
             model=model,
@@ -244,7 +247,10 @@ def run_points(
             bench=bench,
             point=point,
             dataset=dataset,
-            warmups=warmups,
+            # with warm-ups per stream, vLLM's reach the point's batch size as kit's do
+            warmups=point_warmups(bench.load, point.level)
+            if getattr(bench.load, "warmup_per_stream", None)
+            else warmups,
             result_dir=out_dir,
             result_file=f"vllm-bench-{point.label}.json",
         )

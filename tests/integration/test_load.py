@@ -168,7 +168,7 @@ def test_a_sweep_stops_where_its_rule_says_and_verify_agrees(
     # a gain of 1000 % is never reached: the sweep must stop after its second point, saturated
     load = (
         "{pattern: sweep, start: 1, factor: 2, max_concurrency: 8, requests: 4, "
-        "requests_per_stream: 3, min_gain_pct: 1000}"
+        "requests_per_stream: 3, warmup_per_stream: 1, min_gain_pct: 1000}"
     )
     report, path, _ = bench_report(
         cpu_recipe.path, server.url, [*QUIET, f"bench.load={load}"], tmp_path
@@ -176,6 +176,8 @@ def test_a_sweep_stops_where_its_rule_says_and_verify_agrees(
     points = report["bench"]["load_points"]
     assert [p["label"] for p in points] == ["concurrency-1", "concurrency-2"]
     assert [p["requests"] for p in points] == [3, 6]  # requests_per_stream: 3 per stream
+    warm = [r["prompt"] for r in report["bench"]["records"] if r["phase"] == "load_warmup"]
+    assert warm.count("concurrency-1") == 1 and warm.count("concurrency-2") == 2  # per stream
     assert points[0]["stop_reason"] is None
     assert points[1]["stop_reason"].startswith("saturated: output tok/s rose ")
     assert report["status"] == "complete"

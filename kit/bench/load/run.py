@@ -13,7 +13,14 @@ from kit.bench import aio
 from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import Phase, RequestRecord, request_body
 from kit.recipe import Bench
-from kit.recipe.traffic import AnyLoad, RateLoad, point_label, point_levels, point_requests
+from kit.recipe.traffic import (
+    AnyLoad,
+    RateLoad,
+    point_label,
+    point_levels,
+    point_requests,
+    point_warmups,
+)
 
 
 def arrival_gaps(load: RateLoad, rate: float, count: int) -> list[float]:
@@ -61,7 +68,7 @@ async def send_point(
     """The ``count`` requests of one point (or, with ``share``, one client process's part of
     them) sent as its pattern says, over the asyncio client; their records as they ended."""
     label = point_label(load, level)
-    offset = load.warmup_requests if phase == "load" else 0  # the measured ones follow on
+    offset = point_warmups(load, level) if phase == "load" else 0  # the measured follow on
 
     def body(i: int) -> dict[str, Any]:
         p = nth(planned, offset + i)
@@ -152,7 +159,7 @@ def run_point(
     ``t0`` (perf_counter) is the point's start: ``sent_s`` counts from it."""
     load = bench.load
     assert load is not None
-    count = load.warmup_requests if phase == "load_warmup" else point_requests(load, level)
+    count = point_warmups(load, level) if phase == "load_warmup" else point_requests(load, level)
     if count == 0:
         return [], 0.0
     if load.processes > 1:

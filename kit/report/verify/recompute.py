@@ -208,7 +208,7 @@ def records_item(report: Report) -> CheckItem:
 def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
     """(prompt, phase) -> (max_tokens, how many requests) from the recipe's bench section; a
     load point's max_tokens vary with its dataset (None: not checked here)."""
-    from kit.recipe.traffic import point_label, point_levels, point_requests
+    from kit.recipe.traffic import point_label, point_levels, point_requests, point_warmups
 
     if bench is None:
         return {}
@@ -216,7 +216,7 @@ def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
     if bench.load is not None:
         for level in point_levels(bench.load):
             label = point_label(bench.load, level)
-            out[(label, "load_warmup")] = (None, bench.load.warmup_requests)
+            out[(label, "load_warmup")] = (None, point_warmups(bench.load, level))
             out[(label, "load")] = (None, point_requests(bench.load, level))
         for name in ("prefill_warmup", "prefill"):
             if bench.prefill is not None:

@@ -30,8 +30,10 @@ from kit.bench.load import (
 )
 from kit.errors import BadInputError
 from kit.recipe import Bench, Prompt, load_recipe
-from kit.recipe.traffic import FileDataset, RandomDataset, RateLoad, Slo
+from kit.recipe.traffic import ConcurrencyLoad, FileDataset, RandomDataset, RateLoad, Slo
 from tests.unit.bench.test_bench_faults import make_server, serving
+
+ROOT = Path(__file__).resolve().parents[3]
 
 CPU = "recipes/cpu-tiny.yaml"
 
@@ -557,3 +559,49 @@ def test_a_first_token_without_text_moves_kits_ttft_not_vllms() -> None:
     assert {f.figure: f for f in compare_point(old, {"median_ttft_ms": 40.0})[0]}[
         "TTFT p50"
     ].kit == pytest.approx(46.0)
+
+
+@pytest.mark.parametrize("server", [(99, "none")], indirect=True)
+def test_warmups_per_stream_reach_each_points_batch(server: str) -> None:
+    load = {"pattern": "concurrency", "levels": [1, 3], "requests": 3, "warmup_per_stream": 2}
+    bench = LOAD.model_copy(update={"load": ConcurrencyLoad.model_validate(load)})
+    result = Bencher(server, bench, "m").run()
+    assert result.complete, result.incomplete_reason
+    warm = [r for r in result.records if r.phase == "load_warmup"]
+    assert [sum(1 for r in warm if r.prompt == p) for p in ("concurrency-1", "concurrency-3")] == [
+        2,
+        6,
+    ]
+    assert len(result.records) == 2 + 3 + 6 + 3
+
+
+def test_a_point_warms_up_one_way() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="warmup_requests and warmup_per_stream both set"):
+        ConcurrencyLoad.model_validate(
+            {
+                "pattern": "concurrency",
+                "levels": [1],
+                "requests": 1,
+                "warmup_requests": 2,
+                "warmup_per_stream": 1,
+            }
+        )
+    with pytest.raises(ValidationError, match="warmup_per_stream"):  # no streams to count by
+        RateLoad.model_validate({"pattern": "rate", "rates": [1], "requests": 1,
+                                 "warmup_per_stream": 1})  # fmt: skip
+
+
+def test_later_fields_at_their_default_leave_the_recipe_hash_alone() -> None:
+    def recipe(load: str) -> Any:
+        sets = [f"bench.load={{pattern: concurrency, levels: [1, 2], requests: 2{load}}}"]
+        return load_recipe(str(ROOT / "recipes" / "cpu-tiny.yaml"), sets).recipe
+
+    plain, same, other = recipe(""), recipe(", processes: 1"), recipe(", warmup_per_stream: 1")
+    data = plain.to_json_dict()
+    assert "processes" not in data["bench"]["load"]
+    assert "warmup_per_stream" not in data["bench"]["load"]
+    assert same.sha256() == plain.sha256()
+    assert other.sha256() != plain.sha256()
+    assert other.to_json_dict()["bench"]["load"]["warmup_per_stream"] == 1
