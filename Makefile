@@ -29,8 +29,10 @@ PYTEST_ARGS ?=
 
 # the container stack: image, up, bench, down, verify, base-image, test-container
 include mk/container.mk
+# kit report html in headless Chromium: test-browser
+include mk/browser.mk
 
-.PHONY: help venv key reproduce build bench test unit integration lint fmt typecheck schema \
+.PHONY: help venv key reproduce build bench report test unit integration lint fmt typecheck schema \
         schema-check clean distclean
 
 help: ## list targets
@@ -39,7 +41,7 @@ help: ## list targets
 # uv creates the venv (no ensurepip needed) and fills it from one download cache shared with
 # the engine venvs; pip's configured indexes and wheel folders are passed on (kit/installer.py)
 $(VENV)/.kit-installed: pyproject.toml kit/installer.py
-	$(PYTHON) -m kit.installer venv $(VENV) --seed -e '.[build,dev]'
+	$(PYTHON) -m kit.installer venv $(VENV) --seed -e '.[build,dev,html]'
 	touch $@
 
 venv: $(VENV)/.kit-installed ## create .venv with kit, its build stages and dev tools
@@ -61,7 +63,11 @@ endif
 build: venv ## model + quantization for RECIPE (cached)
 	$(KIT) build $(RECIPE)
 
-test: venv lint typecheck schema-check unit integration test-container ## every check and test (needs no GPU; runs Docker for real)
+report: venv ## one offline HTML page for REPORT=path/report.json (KEY=signer.pub), written beside it
+	@test -n "$(REPORT)" || { echo "make report: set REPORT=path/report.json" >&2; exit 2; }
+	$(KIT) report html $(REPORT) $(if $(KEY),--key $(KEY))
+
+test: venv lint typecheck schema-check unit test-browser integration test-container ## every check and test (needs no GPU; runs Docker for real)
 
 unit: venv ## fast tests, no server
 	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)

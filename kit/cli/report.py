@@ -121,16 +121,11 @@ def report_show(
     from kit.report.show import markdown_header, markdown_row, show_table
 
     key = _public_key(key_path)
+    policy = {"allow_unsigned": allow_unsigned, "allow_untrusted": allow_untrusted}
     if markdown and header:
         click.echo(markdown_header())
     for i, path in enumerate(paths):
-        loaded, check = read_report(
-            Path(path),
-            key,
-            trust=_trust(key),
-            allow_unsigned=allow_unsigned,
-            allow_untrusted=allow_untrusted,
-        )
+        loaded, check = read_report(Path(path), key, trust=_trust(key), **policy)
         if markdown:
             click.echo(markdown_row(loaded, check))
         else:
@@ -202,3 +197,40 @@ def report_compare(
         click.echo(result.model_copy(update=labels).model_dump_json(indent=2))
     else:
         click.echo(comparison_text(result, frozenset(untrusted)))
+
+
+@report.command("html")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False),
+    help="HTML file to write (default: report.html beside the report).",
+)
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@_allow_unsigned
+@_allow_untrusted
+def report_html(
+    path: str, output: str | None, key_path: str | None, allow_unsigned: bool, allow_untrusted: bool
+) -> None:
+    """Write one self-contained HTML page for a report: verdict, rig, decode and TTFT per run,
+    prefill probe, spec-decode acceptance, GPU timeline, load sweep, provenance. It opens
+    offline (charts are inline SVG, no scripts, no requests) and states the signature check at
+    render time. The signature is checked as by `kit report verify`: exit 1 on an invalid,
+    untrusted or unsigned one unless allowed. Needs matplotlib: pip install 'kit[html]'.
+
+    \b
+    Examples:
+      kit report html reports/cpu-tiny-*/report.json
+      kit report html report.json -o /tmp/run.html --key ~/.config/kit/kit.pub
+      kit report html --allow-untrusted downloaded/report.json
+    """
+    from kit.report.files import read_report
+    from kit.report.html import HTML_FILE, write_html
+
+    key = _public_key(key_path)
+    policy = {"allow_unsigned": allow_unsigned, "allow_untrusted": allow_untrusted}
+    loaded, check = read_report(Path(path), key, trust=_trust(key), **policy)
+    out = Path(output) if output else Path(path).parent / HTML_FILE
+    click.echo(str(write_html(loaded, check, out)))

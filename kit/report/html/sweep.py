@@ -1,0 +1,153 @@
+"""The charts of a load sweep (report.bench.load_points): output tok/s against the level, the
+latency percentiles against it, and throughput per GPU against interactivity with its Pareto
+front. Interactivity is tokens/s per user: 1000 / TPOT p50 (ms)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kit.report.describe import rig
+from kit.report.html.charts import COLORS
+from kit.report.html.figure import Marks, pyplot, to_svg
+from kit.report.schema import Report
+
+if TYPE_CHECKING:
+    from kit.bench.load import LoadPoint
+
+
+def _points(report: Report) -> list[LoadPoint]:
+    pts = report.bench.load_points if report.bench else []
+    return sorted(pts, key=lambda p: p.level)
+
+
+def level_axis(ax: Any, points: list[LoadPoint]) -> None:
+    """Concurrency on a log2 axis labelled with the levels run; rate as it is."""
+    pattern = points[0].pattern
+    levels = [p.level for p in points]
+    if pattern == "concurrency" and min(levels) > 0:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(levels, [f"{v:g}" for v in levels])
+        ax.minorticks_off()
+        ax.set_xlabel("concurrency (requests in flight)")
+    else:
+        ax.set_xlabel("request rate (requests/s)" if pattern == "rate" else pattern)
+
+
+def gpu_count(report: Report) -> int:
+    r = rig(report.host)
+    if r is not None and r.gpu_count:
+        return r.gpu_count
+    tp = (report.recipe.get("server") or {}).get("tensor_parallel_size")
+    return tp if isinstance(tp, int) and tp > 0 else 1
+
+
+def throughput_chart(report: Report) -> str | None:
+    points = [p for p in _points(report) if p.output_tps is not None]
+    if not points:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(10.5, 4.6))
+    mark = Marks()
+    xs = [p.level for p in points]
+    ys = [p.output_tps or 0 for p in points]
+    mark(ax.plot(xs, ys, "o-", color=COLORS[0], ms=7, lw=2, label="output tok/s"))
+    for x, y in zip(xs, ys, strict=True):
+        ax.annotate(
+            f"{y:,.0f}", (x, y), xytext=(0, 8), textcoords="offset points", ha="center", fontsize=9
+        )
+    level_axis(ax, points)
+    ax.set_ylabel("output tokens/s (all requests)")
+    ax.set_title("Output throughput against load")
+    ax.set_ylim(0, max(ys) * 1.18)
+    return to_svg(fig, "throughput")
+
+
+_LATENCIES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"))
+
+
+def latency_chart(report: Report) -> str | None:
+    points = _points(report)
+    if not points:
+        return None
+    plt = pyplot()
+    from matplotlib import ticker
+
+    fig, axes = plt.subplots(1, 3, figsize=(12.0, 4.4))
+    mark = Marks()
+    drawn = False
+    for ax, (field, name) in zip(axes, _LATENCIES, strict=True):
+        for q, color, style in (("p50", COLORS[0], "o-"), ("p99", COLORS[1], "s--")):
+            pts = [(p.level, getattr(getattr(p, field), q)) for p in points]
+            pts = [(x, y) for x, y in pts if y is not None]
+            if pts:
+                drawn = True
+                mark(ax.plot(*zip(*pts, strict=True), style, color=color, ms=5, label=q))
+        values = [y for q in ("p50", "p99") for p in points if (y := getattr(getattr(p, field), q))]
+        if values and min(values) > 0 and max(values) / min(values) > 30:
+            ax.set_yscale("log")  # one slow tail would flatten the rest on a linear scale
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        level_axis(ax, points)
+        ax.set_xlabel(ax.get_xlabel().replace(" (requests in flight)", ""))
+        ax.set_title(f"{name} p50 / p99")
+        ax.set_ylabel(f"{name} (ms)")
+        ax.legend(frameon=False)
+    if not drawn:
+        plt.close(fig)
+        return None
+    fig.tight_layout(w_pad=2.5)
+    return to_svg(fig, "latency")
+
+
+def pareto_front(pairs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points no other point beats on both axes (higher is better on both), by x."""
+    front = [
+        (x, y)
+        for x, y in pairs
+        if not any(x2 >= x and y2 >= y and (x2, y2) != (x, y) for x2, y2 in pairs)
+    ]
+    return sorted(front)
+
+
+def pareto_chart(report: Report) -> str | None:
+    """Throughput per GPU against tokens/s per user (1000 / TPOT p50), the front drawn."""
+    gpus = gpu_count(report)
+    rows = [
+        (1000 / p.tpot_ms.p50, (p.output_tps or 0) / gpus, p)
+        for p in _points(report)
+        if p.tpot_ms.p50 and p.output_tps is not None
+    ]
+    if not rows:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(10.5, 5.4))
+    mark = Marks()
+    pairs = [(x, y) for x, y, _ in rows]
+    mark(
+        ax.plot(
+            [x for x, _ in pairs],
+            [y for _, y in pairs],
+            "o",
+            color=COLORS[0],
+            ms=8,
+            label="load point",
+        )
+    )
+    front = pareto_front(pairs)
+    mark(ax.plot(*zip(*front, strict=True), "-", color=COLORS[1], lw=2, label="Pareto front"))
+    for i, (x, y, p) in enumerate(rows):  # alternate right / left: neighbours lie close
+        ax.annotate(
+            p.label.replace("concurrency-", "c=").replace("rate-", "rate "),
+            (x, y),
+            xytext=(-9 if i % 2 else 9, 4),
+            textcoords="offset points",
+            ha="right" if i % 2 else "left",
+            va="bottom",
+            fontsize=10,
+        )
+    ax.set_xlabel("interactivity: tokens/s per user (1000 / TPOT p50)")
+    ax.set_ylabel(f"output tokens/s per GPU ({gpus} GPU{'s' * (gpus != 1)})")
+    ax.set_title("Throughput per GPU against interactivity")
+    ax.set_ylim(0, max(y for _, y in pairs) * 1.15)
+    ax.set_xlim(0, max(x for x, _ in pairs) * 1.15)
+    ax.legend(loc="upper right", frameon=False)
+    return to_svg(fig, "pareto")
