@@ -148,6 +148,12 @@ def report_show(
 @_allow_unsigned
 @_allow_untrusted
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the two runs side by side, with each figure's noise band, as one page.",
+)
 def report_compare(
     a: str,
     b: str | None,
@@ -157,6 +163,7 @@ def report_compare(
     allow_unsigned: bool,
     allow_untrusted: bool,
     as_json: bool,
+    html_path: str | None,
 ) -> None:
     """Deltas per metric (B - A) with noise bands, after checking that the runs are
     comparable: model, quantization or protocol differences refuse (exit 1) unless --force;
@@ -168,6 +175,7 @@ def report_compare(
       kit report compare reports/run-a/report.json reports/run-b/report.json
       kit report compare reports/run-a/report.json \\
         --reference recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
+      kit report compare run-a/report.json run-b/report.json --html compare.html
     """
     from kit.errors import BadInputError
     from kit.report.compare import compare_reports
@@ -192,6 +200,11 @@ def report_compare(
     else:  # the run is B, the reference A
         result = compare_with_reference(first, str(reference), force=force)
         untrusted = {"B"} if check_a.untrusted else set()
+    if html_path:
+        from kit.report.html.compare import write_compare_page
+
+        sides = [(first, check_a), (second, check_b)] if b is not None else [None, (first, check_a)]
+        write_compare_page(result, sides, Path(html_path))
     if as_json:
         labels = {s.lower(): f"{UNTRUSTED} {getattr(result, s.lower())}" for s in untrusted}
         click.echo(result.model_copy(update=labels).model_dump_json(indent=2))
@@ -234,3 +247,65 @@ def report_html(
     loaded, check = read_report(Path(path), key, trust=_trust(key), **policy)
     out = Path(output) if output else Path(path).parent / HTML_FILE
     click.echo(str(write_html(loaded, check, out)))
+
+
+@report.command("table")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--keys",
+    "keys_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder of the signers' public keys (every *.pub in it); a report must be signed by "
+    "one of them.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Markdown file (default: stdout)."
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    help="Also write one self-contained page: sortable columns, a filter, best for my rig.",
+)
+@click.option(
+    "--include-unverified",
+    is_flag=True,
+    help="List reports that do not verify in a separate Unverified section instead of "
+    "failing (exit 1).",
+)
+def report_table(
+    paths: tuple[str, ...],
+    keys_dir: str,
+    output: str | None,
+    html_path: str | None,
+    include_unverified: bool,
+) -> None:
+    """A Club-3090-style results table (BENCHMARKS.md) from verified reports only: each is
+    verified item by item as by `kit report verify`, against the key in --keys whose
+    fingerprint its signature names. Rows group by model × rig × engine. An unsigned report,
+    one signed by a key not in --keys or one failing any item exits 1 naming each file and why,
+    unless --include-unverified; a file that is not a report exits 2.
+
+    \b
+    Examples:
+      kit report table examples/reports/*.report.json --keys examples/keys
+      kit report table reports/*/report.json --keys keys/ -o BENCHMARKS.md --html benchmarks.html
+      kit report table downloaded/*.json --keys keys/ --include-unverified
+    """
+    from kit.report.table import build_table, markdown, require_verified
+
+    table = build_table([Path(p) for p in paths], Path(keys_dir))
+    if not include_unverified:
+        require_verified(table)
+    text = markdown(table)
+    if html_path:
+        from kit.report.html.table import write_table_page
+
+        write_table_page(table, Path(html_path))
+    if output:
+        out = Path(output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# not skipped when missing: make test-browser is where these run, and there they must
-from playwright import sync_api  # kit's dev extra
-
 from kit.report.files import read_report
 from kit.report.html import write_html
 from kit.signing import load_public_key
 from kit.signing.keys import fingerprint
+from tests.browser.conftest import open_page
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = sorted((ROOT / "examples" / "keys").glob("*.pub"))
@@ -57,33 +54,13 @@ def _key(path: Path) -> Any:
     return None
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.fail("no chromium on PATH: make test-browser installs Debian's chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
 @pytest.mark.parametrize("name", sorted(REPORTS))
 def test_page_loads_offline_without_errors(browser: Any, name: str, tmp_path: Path) -> None:
     src = REPORTS[name]
     key = _key(src)
     report, check = read_report(src, key, allow_untrusted=key is None)
     page_file = write_html(report, check, tmp_path / "report.html")
-    errors: list[str] = []
-    requests: list[str] = []
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on(
-        "request",
-        lambda r: None if r.url.startswith(("file://", "data:")) else requests.append(r.url),
-    )
-    page.goto(page_file.as_uri(), wait_until="load")
+    page, errors, requests = open_page(browser, page_file, width=1200)
     page.wait_for_timeout(200)
     charts = page.evaluate(MARKS_JS)
     shot = tmp_path / f"{name}.png"

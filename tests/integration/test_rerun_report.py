@@ -96,3 +96,11 @@ def test_rerun_of_a_report_ends_with_a_signed_verdict_linked_to_it(
     )  # fmt: skip
     assert cmp.returncode == 0, cmp.stderr
     assert json.loads(cmp.stdout)["verdict"]["verdict"] == verdict.verdict
+    # the two CPU reports as a results table: both verify against the key, one group
+    table = kit(
+        "report", "table", str(original), str(new_path), "--keys", str(keys.public_key.parent),
+        "--html", str(tmp_path / "benchmarks.html"), cwd=repo_root,
+    )  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.count("\n## ") == 1 and "rerun-test" in table.stdout
+    assert "Unverified" not in table.stdout and (tmp_path / "benchmarks.html").exists()

@@ -1,0 +1,162 @@
+"""``kit report compare A B --html FILE``: the two runs side by side as one offline page.
+
+The page has the report page's style and no script: who each side is (run, rig, engine,
+model, verdict, signature check), the differences and warnings comparability found, then every
+figure of the comparison with A, B, the delta, the delta in percent and its noise band
+(:mod:`kit.report.compare`), flagged outside or within noise, and the re-run verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+
+from kit.report.compare import Comparison, MetricDelta
+from kit.report.describe import engine_text, model_text, rig, spec_text
+from kit.report.html.page import _table, verification
+from kit.report.html.table import head
+from kit.report.schema import Report
+from kit.signing import SignatureCheck
+
+Side = tuple[Report, SignatureCheck] | None
+
+COMPARE_CSS = """
+td.worse{background:#fde2e1;color:#7f1d1d;font-weight:600}
+td.better{background:#e3f4e5;color:#14532d;font-weight:600}
+td.within{color:#14532d}td.unknown{color:#666}
+table.sides{table-layout:fixed;width:100%}table.sides th:first-child{width:7em}
+table.sides td{overflow-wrap:anywhere}
+"""
+
+
+def _num(value: float | None, digits: int = 2, sign: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+,.{digits}f}" if sign else f"{value:,.{digits}f}"
+
+
+def _side_rows(label: str, side: Side) -> list[str]:
+    if side is None:
+        return [label, "the recipe's published reference", "-", "-", "-", "-", "-", "-"]
+    report, check = side
+    r = rig(report.host)
+    words, _ = verification(check)
+    v = report.validity
+    return [
+        label,
+        f"{report.run_id} ({report.recipe_name}, {report.created_at})",
+        r.cell if r else "unknown (no host probe)",
+        engine_text(report),
+        model_text(report),
+        spec_text(report),
+        "valid" if v.valid else "INVALID",
+        words,
+    ]
+
+
+def _sides(comparison: Comparison, sides: Sequence[Side]) -> str:
+    heads = ("", "run", "rig", "engine", "model", "spec", "verdict", "signature")
+    cols = [_side_rows(n, s) for n, s in zip(("A", "B"), sides, strict=True)]
+    body = "".join(
+        f"<tr><th>{escape(h)}</th>" + "".join(f"<td>{escape(c[i])}</td>" for c in cols) + "</tr>"
+        for i, h in enumerate(heads)
+        if i
+    )
+    top = "<tr><th></th><th>A</th><th>B</th></tr>"
+    return f'<table class="sides">{top}{body}</table>'
+
+
+def _flag(m: MetricDelta) -> tuple[str, str]:
+    if m.delta is None:
+        return "one side only", "unknown"
+    if m.outside_noise is None:
+        return "band unknown", "unknown"
+    if not m.outside_noise:
+        return "within noise", "within"
+    better = (m.delta > 0) == m.higher_is_better
+    return f"OUTSIDE noise ({'better' if better else 'worse'})", "better" if better else "worse"
+
+
+def _metrics(comparison: Comparison) -> str:
+    head_cells = ("figure", "unit", "A", "B", "B - A", "delta %", "noise band ±", "")
+    rows: list[str] = []
+    for m in comparison.metrics:
+        flag, cls = _flag(m)
+        cells = [
+            f"<td>{escape(m.metric)}</td>",
+            f"<td>{escape(m.unit)}</td>",
+            *(f'<td class="n">{_num(v)}</td>' for v in (m.a, m.b)),
+            f'<td class="n">{_num(m.delta, sign=True)}</td>',
+            f'<td class="n">{_num(m.delta_pct, 1, sign=True)}</td>',
+            f'<td class="n">{_num(m.band)}</td>',
+            f'<td class="{cls}">{escape(flag)}</td>',
+        ]
+        rows.append(f'<tr id="m-{len(rows)}">' + "".join(cells) + "</tr>")
+    th = "".join(f"<th>{escape(h)}</th>" for h in head_cells)
+    return f'<table id="figures"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def compare_page(comparison: Comparison, sides: Sequence[Side]) -> str:
+    """The page for a comparison; ``sides`` are A and B as read (None: a published reference)."""
+    title = "kit report compare: " + " vs ".join(
+        s[0].run_id if s else "published reference" for s in sides
+    )
+    notes = [
+        f"<li><b>{'forced' if d.refuses else 'warning'}</b>: {escape(d.aspect)} differs: "
+        f"{escape(d.detail)}</li>"
+        for d in comparison.differences
+    ]
+    notes += [f"<li><b>warning</b>: {escape(w)}</li>" for w in comparison.warnings]
+    parts = [
+        head(title, COMPARE_CSS),
+        "<main>",
+        f"<h1>{escape(title)}</h1>",
+        '<p class="muted">Rendered offline by kit report compare --html. Delta = B - A; the '
+        "noise band is 2 × sqrt(sa²/na + sb²/nb) from the runs' standard deviations (about a "
+        "95 % interval); a delta larger than it is outside noise.</p>",
+        '<section id="sides"><h2>The two runs</h2>' + _sides(comparison, sides) + "</section>",
+    ]
+    if notes:
+        parts.append(
+            '<section id="differences"><h2>Differences and warnings</h2><ul>'
+            + "".join(notes)
+            + "</ul></section>"
+        )
+    parts.append('<section id="metrics"><h2>Figures</h2>' + _metrics(comparison) + "</section>")
+    if comparison.verdict is not None:
+        v = comparison.verdict
+        cls = "ok" if v.verdict == "REPRODUCED" else "bad"
+        figures = _table(
+            ("figure", "A", "B", "delta %", "band %", "from", ""),
+            (
+                (
+                    f.metric,
+                    _num(f.original),
+                    _num(f.new),
+                    _num(f.delta_pct, 1, sign=True),
+                    _num(f.band_pct, 1),
+                    f.band_from,
+                    "within" if f.within else "OUTSIDE",
+                )
+                for f in v.figures
+            ),
+            numeric={1, 2, 3, 4},
+        )
+        causes = "".join(f"<li>{escape(c)}</li>" for c in [*v.causes, *v.not_comparable])
+        parts.append(
+            '<section id="verdict"><h2>B as a re-run of A</h2>'
+            f'<div class="banner {cls}" id="verdict-text">verdict: {escape(v.summary)}</div>'
+            + figures
+            + (f"<ul>{causes}</ul>" if causes else "")
+            + "</section>"
+        )
+    parts.append("</main></body></html>\n")
+    return "\n".join(parts)
+
+
+def write_compare_page(comparison: Comparison, sides: Sequence[Side], out: Path) -> Path:
+    """Write the page to ``out`` (its folder created) and return the path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(compare_page(comparison, sides), encoding="utf-8")
+    return out

@@ -1,0 +1,297 @@
+"""``kit report table --html``: the results table as one self-contained page.
+
+The page's CSS is the report page's (:data:`kit.report.html.page.CSS`) plus a few rules for a
+wide table; a small inline script (no request, no library) sorts by a clicked header, filters
+rows by text, and filters by rig: ``kit probe --json`` output, from a file or pasted, keeps the
+rows whose GPUs (model and count) are the probe's and sorts them by decode TPS, best first.
+Each row carries what the script needs as data attributes: ``data-gpus`` (the GPU models,
+sorted, joined by ``|``) and, per numeric cell, ``data-sort``.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from kit.report.html.page import CSS
+from kit.report.table import COLUMNS, SWEEP_NOTE, Row, Table
+
+WIDE_CSS = """
+main.wide{max-width:none;padding:1em 1.2em 3em}
+.scroll{overflow-x:auto;border:1px solid #e3e3e3;border-radius:6px;background:#fff}
+table.runs{margin:0;font-size:.86em;min-width:100%}
+table.runs th,table.runs td{padding:.35em .5em;overflow-wrap:break-word}
+table.runs td.nw{white-space:nowrap}
+table.runs td.wrap{min-width:11em;max-width:18em}table.runs td.rig{min-width:10em}
+table.runs td[data-sort]{min-width:6.5em}table.runs td.pf{min-width:10.5em}
+table.runs td.mono{font-size:.85em;min-width:8em}
+table.runs thead th{position:sticky;top:0;background:#f1f3f5;border-bottom:2px solid #ccd;
+ cursor:pointer;user-select:none}
+table.runs thead th:hover{background:#e4e8ee}
+table.runs thead th[aria-sort=ascending]::after{content:" \\25B2";color:#357}
+table.runs thead th[aria-sort=descending]::after{content:" \\25BC";color:#357}
+table.runs tbody tr.g1{background:#f7f9fc}
+table.runs tbody tr:hover{background:#fff6d8}
+td.invalid{color:#a11;font-weight:600}td.valid{color:#14532d}
+.tools{display:flex;flex-wrap:wrap;gap:1em 2em;align-items:flex-start;margin:1em 0}
+.tools label{font-weight:600;display:block;margin-bottom:.3em}
+.tools input[type=search]{font:inherit;padding:.3em .5em;width:20em}
+.tools textarea{font:12px ui-monospace,monospace;width:26em;height:4.5em}
+.tools button{font:inherit;padding:.2em .8em;margin:.3em .4em 0 0}
+#rig-status{margin:.4em 0 0;max-width:40em}
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  var table = document.getElementById("runs");
+  if (!table) { return; }
+  var body = table.tBodies[0];
+  var rows = Array.prototype.slice.call(body.rows);
+  var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  var filter = document.getElementById("filter");
+  var shown = document.getElementById("shown");
+  var rigStatus = document.getElementById("rig-status");
+  var rigGpus = null;
+  var sorted = {col: -1, dir: 1};
+
+  function value(row, col) {
+    if (col < 0) {
+      var d = row.getAttribute("data-decode");
+      return d ? parseFloat(d) : null;
+    }
+    var cell = row.cells[col];
+    var v = cell.getAttribute("data-sort");
+    if (v === null) { return cell.textContent.trim().toLowerCase(); }
+    return v === "" ? null : parseFloat(v);
+  }
+  function sortBy(col, dir) {
+    rows.sort(function (a, b) {
+      var x = value(a, col), y = value(b, col);
+      if (x === null || y === null) { return (x === null) - (y === null); }
+      return x < y ? -dir : x > y ? dir : 0;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    heads.forEach(function (h, i) {
+      if (i === col) { h.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending"); }
+      else { h.removeAttribute("aria-sort"); }
+    });
+    sorted = {col: col, dir: dir};
+  }
+  function apply() {
+    var q = filter.value.trim().toLowerCase();
+    var n = 0;
+    rows.forEach(function (r) {
+      var ok = (!q || r.textContent.toLowerCase().indexOf(q) >= 0) &&
+        (rigGpus === null || r.getAttribute("data-gpus") === rigGpus);
+      r.hidden = !ok;
+      if (ok) { n += 1; }
+    });
+    shown.textContent = n + " of " + rows.length + " runs shown";
+  }
+  heads.forEach(function (h, i) {
+    h.addEventListener("click", function () {
+      var numeric = h.dataset.numeric === "1";
+      var dir = sorted.col === i ? -sorted.dir : (numeric ? -1 : 1);
+      sortBy(i, dir);
+    });
+  });
+  filter.addEventListener("input", apply);
+
+  function useProbe(text) {
+    var probe;
+    try { probe = JSON.parse(text); } catch (e) {
+      rigStatus.textContent = "That is not JSON: paste the output of kit probe --json.";
+      return;
+    }
+    var gpus = probe && Array.isArray(probe.gpus) ? probe.gpus : null;
+    if (gpus === null) {
+      rigStatus.textContent = "No \"gpus\" list in it: paste the output of kit probe --json.";
+      return;
+    }
+    var names = gpus.map(function (g) {
+      return g && typeof g.name === "string" ? g.name : "unknown GPU";
+    }).sort();
+    rigGpus = names.join("|");
+    var counts = {};
+    names.forEach(function (n) { counts[n] = (counts[n] || 0) + 1; });
+    var label = Object.keys(counts).map(function (n) { return counts[n] + "\u00d7 " + n; })
+      .join(" + ") || "no GPU";
+    sortBy(-1, -1);
+    apply();
+    var n = rows.filter(function (r) { return !r.hidden; }).length;
+    rigStatus.textContent = "Your rig: " + label + ". " + (n ? n + " run(s) on the same GPUs, " +
+      "best decode TPS first." : "No run here was made on the same GPUs.");
+  }
+  document.getElementById("probe-file").addEventListener("change", function (ev) {
+    var file = ev.target.files && ev.target.files[0];
+    if (!file) { return; }
+    var reader = new FileReader();
+    reader.onload = function () { useProbe(String(reader.result)); };
+    reader.readAsText(file);
+  });
+  document.getElementById("probe-apply").addEventListener("click", function () {
+    useProbe(document.getElementById("probe-text").value);
+  });
+  document.getElementById("probe-clear").addEventListener("click", function () {
+    rigGpus = null;
+    document.getElementById("probe-file").value = "";
+    rigStatus.textContent = "";
+    apply();
+  });
+  apply();
+})();
+"""
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+NUMERIC = {"max context", "narrative decode TPS", "code decode TPS", "prefill tok/s", "peak VRAM"}
+
+
+def head(title: str, extra_css: str = "", script: bool = False) -> str:
+    """The document head and the start of the body, in the report page's style."""
+    csp = CSP if script else CSP.replace(" script-src 'unsafe-inline';", "")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        f"<title>{escape(title)}</title><style>{CSS}{extra_css}</style></head><body>"
+    )
+
+
+def _number(text: str) -> str:
+    """The first number in a cell, for sorting ('' when none)."""
+    digits = ""
+    for ch in text.replace(",", ""):
+        if ch.isdigit() or (ch == "." and digits):
+            digits += ch
+        elif digits:
+            break
+    return digits
+
+
+def _sort_value(r: Row, column: str) -> str:
+    if column == "narrative decode TPS":
+        return _number(r.cells[column])
+    if column == "peak VRAM":
+        return "" if r.peak_vram_mib is None else str(r.peak_vram_mib)
+    return _number(r.cells[column])
+
+
+def _cell(r: Row, column: str) -> str:
+    text = r.cells[column]
+    cls = ""
+    if column == "verdict":
+        cls = ' class="invalid"' if text.startswith("INVALID") else ' class="valid"'
+    elif column == "key":
+        cls = ' class="mono"'
+    elif column == "rig":
+        cls = ' class="rig"'
+    elif column in ("max context", "peak VRAM", "date"):
+        cls = ' class="nw"'
+    elif column == "prefill tok/s":
+        cls = ' class="pf"'
+    sort = f' data-sort="{_sort_value(r, column)}"' if column in NUMERIC else ""
+    return f"<td{cls}{sort}>{escape(text)}</td>"
+
+
+def _decode_sort(r: Row) -> str:
+    return "" if r.decode_tps is None else f"{r.decode_tps:.6f}"
+
+
+def _rows(rows: list[tuple[Row, int, str]]) -> str:
+    out = []
+    for r, group, why in rows:
+        cells = [
+            f'<td class="wrap">{escape(r.model)}</td>',
+            f'<td class="wrap">{escape(r.engine)}</td>',
+            *(_cell(r, c) for c in COLUMNS),
+            f'<td class="mono run">{escape(r.run_id)}</td>',
+        ]
+        if why:  # an unverified run: which file, and why, come first
+            cells[:0] = [
+                f'<td class="mono">{escape(r.source)}</td>',
+                f'<td class="wrap invalid">{escape(why)}</td>',
+            ]
+        out.append(
+            f'<tr class="g{group % 2}" data-gpus="{escape("|".join(r.gpus))}" '
+            f'data-decode="{_decode_sort(r)}">' + "".join(cells) + "</tr>"
+        )
+    return "\n".join(out)
+
+
+def _header(first: tuple[str, ...] = ()) -> str:
+    names = (*first, "model / quant", "engine", *COLUMNS, "run")
+    cells = []
+    for name in names:
+        cells.append(
+            f'<th scope="col" data-numeric="{int(name in NUMERIC)}" title="click to sort">'
+            f"{escape(name)}</th>"
+        )
+    return "<thead><tr>" + "".join(cells) + "</tr></thead>"
+
+
+TOOLS = """
+<div class="tools">
+<div><label for="filter">Filter rows</label>
+<input type="search" id="filter" placeholder="text in any cell, e.g. NVLink or 2026-12">
+<p class="muted" id="shown"></p></div>
+<div><label for="probe-file">Best for my rig</label>
+<input type="file" id="probe-file" accept=".json,application/json">
+<span class="muted">kit probe --json &gt; probe.json, then choose it; or paste it:</span><br>
+<textarea id="probe-text" aria-label="kit probe --json output"
+ placeholder='{"gpus": [{"name": "NVIDIA H200", ...}], ...}'></textarea><br>
+<button type="button" id="probe-apply">Use pasted probe</button>
+<button type="button" id="probe-clear">Show every rig</button>
+<p id="rig-status" role="status"></p></div>
+</div>
+"""
+
+
+def table_page(table: Table) -> str:
+    """The page: the verified runs in one sortable table, then the unverified ones apart."""
+    groups = {g: i for i, (g, _) in enumerate(table.groups())}
+    body = _rows([(r, groups[r.group], "") for r in table.rows])
+    title = "kit report table: verified benchmark runs"
+    parts = [
+        head(title, WIDE_CSS, script=True),
+        '<main class="wide">',
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="muted">{len(table.rows)} report(s), each verified item by item (kit report '
+        f"verify) and signed by one of the {table.keys} key(s) in "
+        f"<code>{escape(table.keys_dir)}</code>. Rows are grouped by model × rig × engine "
+        "(shaded in turn); click a header to sort. "
+        f"{escape(SWEEP_NOTE)} Best for my rig sorts by narrative decode TPS (else code), "
+        "load sweeps last.</p>",
+        TOOLS,
+        '<div class="scroll"><table class="runs" id="runs">'
+        + _header()
+        + f"<tbody>\n{body}\n</tbody></table></div>",
+    ]
+    if table.refused:
+        rows = [(f.row, 0, "; ".join(f.reasons)) for f in table.refused if f.row is not None]
+        lost = [f for f in table.refused if f.row is None]
+        parts += [
+            '<section id="unverified"><h2>Unverified</h2>',
+            '<div class="banner bad">These reports did not pass every verify item against the '
+            "keys above: their figures are as the files claim them, unchecked.</div>",
+        ]
+        if rows:
+            parts.append(
+                '<div class="scroll"><table class="runs" id="unverified-runs">'
+                + _header(("file", "why refused")).replace(' title="click to sort"', "")
+                + f"<tbody>\n{_rows(rows)}\n</tbody></table></div>"
+            )
+        parts += [
+            f"<p><code>{escape(f.source)}</code>: {escape('; '.join(f.reasons))} (unreadable)</p>"
+            for f in lost
+        ]
+        parts.append("</section>")
+    parts += [f"<script>{SCRIPT}</script>", "</main></body></html>\n"]
+    return "\n".join(parts)
+
+
+def write_table_page(table: Table, out: Path) -> Path:
+    """Write the page to ``out`` (its folder created) and return the path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(table_page(table), encoding="utf-8")
+    return out

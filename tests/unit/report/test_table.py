@@ -1,0 +1,277 @@
+"""kit report table: the committed example reports (all verify against examples/keys), a
+tampered copy and a report re-signed with a stranger's key (both refused, exit 1, or listed
+apart with --include-unverified), a file that is not a report (exit 2), the grouping and the
+cells of one example against the figures in the report itself, well-formed Markdown, and the
+HTML page and compare page as written."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from kit.cli import main
+from kit.report.files import read_report
+from kit.report.table import COLUMNS, build_table, markdown
+from kit.signing import canonical_bytes, generate_keypair, load_private_key, load_public_key
+from kit.signing.envelope import sign_report
+
+ROOT = Path(__file__).resolve().parents[3]
+KEYS = ROOT / "examples" / "keys"
+EXAMPLES = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
+TP2 = ROOT / "examples" / "reports" / "h200x2-tp2.report.json"
+SWEEP = ROOT / "bench" / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
+GROUP_2X = (
+    "## synthetic Qwen3 (36L, h4096, seed 0), AutoRound INT4 g128 sym · "
+    "2× NVIDIA H200, PCIe Gen5 x16/x16 · vllm 0.26.0"
+)
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, ["report", "table", *args])
+
+
+def cells(line: str) -> list[str]:
+    """A Markdown row's cells (escaped pipes stay inside a cell)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def tables(text: str) -> list[list[str]]:
+    """Each Markdown table of the text as its lines."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            out.append(current)
+            current = []
+    return out
+
+
+def envelope(path: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads(path.read_bytes())
+    return data
+
+
+@pytest.fixture
+def tampered(tmp_path: Path) -> Path:
+    """h200x2-tp2 with one digit of its narrative decode mean changed inside the payload (218.57
+    to 118.57, a change that keeps the payload canonical, so only the signature catches it)."""
+    env = envelope(TP2)
+    payload = base64.b64decode(str(env["payload"]))
+    mean = b'"mean":218.56678806419922'
+    assert payload.count(mean) == 1
+    env["payload"] = base64.b64encode(payload.replace(mean, b'"mean":118.56678806419922')).decode()
+    out = tmp_path / "tampered.report.json"
+    out.write_bytes(canonical_bytes(env))
+    return out
+
+
+@pytest.fixture
+def stranger(tmp_path: Path) -> Path:
+    """h200x2-tp2's payload re-signed with a freshly generated key that is not in --keys."""
+    pair = generate_keypair(tmp_path / "stranger-keys", "stranger")
+    payload = json.loads(base64.b64decode(str(envelope(TP2)["payload"])))
+    out = tmp_path / "stranger.report.json"
+    out.write_bytes(sign_report(payload, load_private_key(pair.private_key)))
+    return out
+
+
+def test_every_example_verifies_and_is_listed() -> None:
+    result = run(*map(str, EXAMPLES), "--keys", str(KEYS))
+    assert result.exit_code == 0, result.output
+    runs = {read_report(p, allow_untrusted=True)[0].run_id for p in EXAMPLES}
+    rows = [
+        line for line in result.output.splitlines() if line.startswith("| ") and "---" not in line
+    ]
+    assert len([r for r in rows if not r.startswith("| rig ")]) == len(EXAMPLES)
+    assert all(run_id in result.output for run_id in runs)
+    assert "Unverified" not in result.output
+    assert result.output.startswith("# Benchmarks\n\n4 report(s), each verified")
+
+
+def test_grouping_and_cells_of_the_2x_h200_tp2_run() -> None:
+    table = build_table(EXAMPLES, KEYS)
+    groups = {key: [r.source for r in rows] for key, rows in table.groups()}
+    assert list(groups) == sorted(groups)  # model, then rig, then engine
+    two = groups[
+        (
+            "synthetic Qwen3 (36L, h4096, seed 0), AutoRound INT4 g128 sym",
+            "2× NVIDIA H200, PCIe Gen5 x16/x16",
+            "vllm 0.26.0",
+        )
+    ]
+    assert sorted(Path(s).name for s in two) == ["h200-tp1.report.json", "h200x2-tp2.report.json"]
+    row = next(r for r in table.rows if r.source == str(TP2))
+    report, _ = read_report(TP2, load_public_key(KEYS / "example.pub"))
+    assert report.bench is not None and report.gpu_sampling is not None
+    narrative = next(p for p in report.bench.prompts if p.prompt == "narrative").decode_tps
+    code = next(p for p in report.bench.prompts if p.prompt == "code").decode_tps
+    prefill = {p.depth: p.prefill_tps for p in report.bench.prefill}
+    assert narrative.mean == pytest.approx(218.57, abs=0.005)
+    assert row.cells == {
+        "rig": "2× NVIDIA H200, PCIe Gen5 x16/x16",
+        "power cap": "700/700 W",
+        "interconnect": "NVLink",
+        "custom all-reduce": "on (engine default)",
+        "KV dtype": "auto",
+        "max context": "100,000",
+        "narrative decode TPS": f"{narrative.mean:.2f} (CV {narrative.cv_pct:.1f}%)",
+        "code decode TPS": f"{code.mean:.2f} (CV {code.cv_pct:.1f}%)",
+        "prefill tok/s": f"{prefill[10000].mean:,.0f} @10k / {prefill[90000].mean:,.0f} @90k",
+        "peak VRAM": "130,429/130,429 MiB",
+        "acceptance": "1.00 (0.0%)",
+        "verdict": "valid",
+        "date": "2026-11-29",
+        "key": "example (832b86a2770d)",
+    }
+    assert row.cells["narrative decode TPS"] == "218.57 (CV 3.4%)"
+    assert row.cells["prefill tok/s"] == "50,254 @10k / 25,273 @90k"
+    assert [g.vram.peak_mib for g in report.gpu_sampling.summaries] == [130429, 130429]
+    tp1 = next(r for r in table.rows if r.source.endswith("h200-tp1.report.json"))
+    assert tp1.cells["interconnect"] == "NVLink (unused: TP 1)"
+    assert tp1.cells["custom all-reduce"] == "n/a (TP 1)"
+    assert tp1.cells["peak VRAM"] == "128,861/615 MiB"
+    text = markdown(table)
+    heading = text.index(GROUP_2X)
+    assert text.index("20261129T234636Z-904b66") > heading  # the tp1 run, under its group
+    assert text.index("20261129T233924Z-8b2092") > heading
+
+
+def test_a_load_sweep_shows_its_peak_and_level() -> None:
+    table = build_table([SWEEP], KEYS)
+    (row,) = table.rows
+    report, _ = read_report(SWEEP, load_public_key(KEYS / "h200-2026-12-02-s2.pub"))
+    assert report.bench is not None
+    best = max(report.bench.load_points, key=lambda p: p.output_tps or 0)
+    assert best.label == "concurrency-64"
+    assert (
+        row.cells["narrative decode TPS"]
+        == f"{best.output_tps:.1f} peak at concurrency-64 (load sweep)"
+    )
+    assert row.cells["narrative decode TPS"].startswith("3177.2 peak")
+    assert row.cells["code decode TPS"] == "- (load sweep)"
+    assert row.cells["verdict"] == "INVALID (incomplete)"
+    assert row.decode_tps is None and row.sweep_peak_tps == best.output_tps
+
+
+def test_markdown_is_well_formed() -> None:
+    text = markdown(build_table([*EXAMPLES, SWEEP], KEYS))
+    found = tables(text)
+    assert len(found) == 3  # one per model × rig × engine
+    for lines in found:
+        widths = {len(cells(line)) for line in lines}
+        assert widths == {len(COLUMNS) + 1}, lines
+        assert set(lines[1]) <= set("|-")
+    assert text.count("\n## ") == 3
+
+
+def test_tampered_and_stranger_are_refused(tampered: Path, stranger: Path) -> None:
+    result = run(str(EXAMPLES[0]), str(tampered), str(stranger), "--keys", str(KEYS))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    err = result.stderr.splitlines()
+    assert err[0] == f"error: 2 report(s) did not verify against the keys in {KEYS}:"
+    assert (
+        f"error: {tampered}: signature: the signature does not match the payload: the report "
+        "was altered" in err
+    )
+    stranger_id = json.loads(stranger.read_bytes())["signatures"][0]["keyid"]
+    assert (
+        f"error: {stranger}: signed by key {stranger_id}, which is not among the keys in {KEYS}"
+        in err
+    )
+    assert not [line for line in err if "skipped" in line]  # the failed item, not the skips
+    assert len(err) == 4  # the count, one line per file, the hint
+    assert err[-1].startswith("hint: remove them, add their signer's .pub to --keys")
+
+
+def test_include_unverified_lists_them_apart(
+    tampered: Path, stranger: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "BENCHMARKS.md"
+    html = tmp_path / "table.html"
+    args = [str(p) for p in (*EXAMPLES, tampered, stranger)]
+    result = run(
+        *args, "--keys", str(KEYS), "--include-unverified", "-o", str(out), "--html", str(html)
+    )
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    main_part, unverified = text.split("\n## Unverified\n")
+    assert str(tampered) not in main_part and str(stranger) not in main_part
+    rows = tables(unverified)[0]
+    assert len(rows) == 4  # header, rule, two files
+    assert cells(rows[2])[0] == str(tampered)
+    assert "the report was altered" in cells(rows[2])[1]
+    assert "118.57" in rows[2]  # what the tampered file claims, shown unchecked, apart
+    assert cells(rows[3])[0] == str(stranger)
+    assert "which is not among the keys" in cells(rows[3])[1]
+    assert "118.57" not in main_part
+    page = html.read_text()
+    assert page.count('<tr class="g') == len(EXAMPLES) + 2
+    assert '<section id="unverified">' in page
+    assert page.index(str(tampered)) > page.index('<section id="unverified">')
+
+
+def test_unsigned_report_is_refused(tmp_path: Path) -> None:
+    payload = json.loads(base64.b64decode(str(envelope(TP2)["payload"])))
+    from kit.signing import unsigned_report
+
+    unsigned = tmp_path / "unsigned.report.json"
+    unsigned.write_bytes(unsigned_report(payload))
+    result = run(str(unsigned), "--keys", str(KEYS))
+    assert result.exit_code == 1
+    assert (
+        f"error: {unsigned}: unsigned: nothing shows who wrote it or that it is unaltered"
+        in result.stderr.splitlines()
+    )
+
+
+def test_a_file_that_is_not_a_report_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"hello": "world"}')
+    result = run(str(EXAMPLES[0]), str(bad), "--keys", str(KEYS))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {bad}: the report file is not a kit report envelope (found ['hello'])",
+        "hint: expected exactly the keys payloadType, payload and signatures",
+    ]
+
+
+def test_keys_dir_without_keys_exits_2(tmp_path: Path) -> None:
+    result = run(str(EXAMPLES[0]), "--keys", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == f"error: {tmp_path}: no public key (*.pub) in it"
+
+
+def test_compare_html_shows_both_runs_and_bands(tmp_path: Path) -> None:
+    a = ROOT / "examples" / "reports" / "h200-tp1-resolve.report.json"
+    b = ROOT / "examples" / "reports" / "h200-tp1-rerun.report.json"
+    out = tmp_path / "compare.html"
+    key = KEYS / "h200-2026-12.pub"
+    result = CliRunner().invoke(
+        main, ["report", "compare", str(a), str(b), "--key", str(key), "--html", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("A: 20261201T151732Z-811bf3")  # the text is unchanged
+    page = out.read_text()
+    row = re.search(r'<tr id="m-0">(.*?)</tr>', page)
+    assert row is not None
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1)) == [
+        "narrative decode TPS",
+        "tok/s",
+        "180.98",
+        "185.77",
+        "+4.79",
+        "+2.6",
+        "9.04",
+        "within noise",
+    ]
+    assert "OUTSIDE noise (better)" in page  # prefill 10000
+    assert "20261201T151732Z-811bf3" in page and "20261201T175553Z-c46ae3" in page
+    assert "<script" not in page and "http" not in page.replace("http-equiv", "")
