@@ -41,7 +41,7 @@ help: ## list targets
 # uv creates the venv (no ensurepip needed) and fills it from one download cache shared with
 # the engine venvs; pip's configured indexes and wheel folders are passed on (kit/installer.py)
 $(VENV)/.kit-installed: pyproject.toml kit/installer.py
-	$(PYTHON) -m kit.installer venv $(VENV) --seed -e '.[build,dev,html]'
+	$(PYTHON) -m kit.installer venv $(VENV) --seed -e '.[build,dev,html,fleet]'
 	touch $@
 
 venv: $(VENV)/.kit-installed ## create .venv with kit, its build stages and dev tools
@@ -66,6 +66,17 @@ build: venv ## model + quantization for RECIPE (cached)
 report: venv ## one offline HTML page for REPORT=path/report.json (KEY=signer.pub), written beside it
 	@test -n "$(REPORT)" || { echo "make report: set REPORT=path/report.json" >&2; exit 2; }
 	$(KIT) report html $(REPORT) $(if $(KEY),--key $(KEY))
+
+# make table REPORTS="examples/reports/*.report.json" KEYS=examples/keys: verified reports only
+TABLE_REPORTS ?= $(if $(filter command line,$(origin REPORTS)),$(REPORTS),examples/reports/*.report.json)
+KEYS ?= examples/keys
+TABLE_DIR ?= build/table
+.PHONY: table
+
+table: venv ## BENCHMARKS.md and benchmarks.html in build/table/ from REPORTS (verified against KEYS)
+	$(KIT) report table $(TABLE_REPORTS) --keys $(KEYS) -o $(TABLE_DIR)/BENCHMARKS.md \
+	  --html $(TABLE_DIR)/benchmarks.html
+	@echo "wrote $(TABLE_DIR)/BENCHMARKS.md and $(TABLE_DIR)/benchmarks.html"
 
 test: venv lint typecheck schema-check unit test-browser integration test-container ## every check and test (needs no GPU; runs Docker for real)
 

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from kit import __version__
-from kit.cli import containers, host, keys, patches, recipe, report, run, schema
+from kit.cli import containers, fleet, host, keys, patches, recipe, report, run, schema
 from kit.errors import KitError, ServerError
 
 EXIT_INTERRUPTED = 130
@@ -91,5 +91,7 @@ for _command in (
     containers.compose,
     keys.keys,
     host.probe,
+    fleet.sweep,
+    fleet.fleet,
 ):
     main.add_command(_command)
