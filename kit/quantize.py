@@ -200,7 +200,17 @@ def quantize(
     )
     (work / MANIFEST).write_text(manifest.model_dump_json(indent=2))
     job_path.unlink()
-    os.replace(work, root)
+    try:
+        os.replace(work, root)
+    except OSError:
+        if not (root / MANIFEST).exists():
+            raise
+        # another process (a second sweep cell on this host) finished the same entry first:
+        # keep its result, which other runs may already be serving from
+        shutil.rmtree(work, ignore_errors=True)
+        manifest = QuantManifest.model_validate_json((root / MANIFEST).read_text())
+        log.info("quantize: %s was built meanwhile by another run: using it", display_path(root))
+        return root / "model", manifest
     log.info("quantize: done in %.1f s -> %s", duration, display_path(root / "model"))
     return root / "model", manifest
 

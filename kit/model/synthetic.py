@@ -286,6 +286,10 @@ def _build_cached(
         cached=False,
     )
     write_manifest(tmp, manifest)
+    theirs = read_manifest(final) if final.exists() else None
+    if theirs is not None:  # another run made the same model meanwhile: keep it
+        shutil.rmtree(tmp, ignore_errors=True)
+        return theirs
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
