@@ -279,10 +279,14 @@ def served_model(url: str) -> str:
 
 
 def install_sigterm_handler() -> None:
-    """Make SIGTERM unwind like Ctrl-C, so context managers tear servers down."""
+    """Make SIGTERM unwind like Ctrl-C, so context managers tear servers down; and make SIGINT
+    do so too where it was ignored when kit started (a script's ``kit serve &``: a shell without
+    job control starts background commands with SIGINT ignored, and Python then keeps it so)."""
 
     def _handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     if sys.platform != "win32":
         signal.signal(signal.SIGTERM, _handler)
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -13,13 +13,22 @@
 #                                      --fidelity ROUNDS against it (KIT_EXTRA: --set ...) -> $OUT/TAG
 #   scripts/gpu-run.sh client-bench TAG     # bench/load-client.py, bench/load-scaling.py -> $OUT/TAG
 #   scripts/gpu-run.sh autoround-24gb TAG   # bench/autoround-24gb.py -> $OUT/TAG
+#   scripts/gpu-run.sh detach JOB 'STAGE ARGS' ['STAGE ARGS' ...]   # the stages one after
+#                                      another in their own session, outliving this call while
+#                                      the host stays warm; output in $JOBS/JOB (log, out/)
+#   scripts/gpu-run.sh wait JOB SECONDS     # follow JOB up to SECONDS, then copy what it has
+#                                      written so far to $OUT (a tarball per stage tag)
+#
+# A device call ends at 10 minutes, but a host stays warm while calls follow each other: a
+# detached job runs across calls, and each `wait` call brings back what is finished.
 #
 # Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
-# KIT_SIGNING_KEY_FILE (.gpu/keys/example.key).
+# KIT_SIGNING_KEY_FILE (.gpu/keys/example.key), JOBS (/root/jobs).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export KIT_HOME=${KIT_HOME:-/root/kit}
 SITE=${SITE:-/tmp/site}
+JOBS=${JOBS:-/root/jobs}
 STAGE=${STAGE:-/root/stage}
 OUT=${OUT:-$ROOT/out}
 KEY=${KIT_SIGNING_KEY_FILE:-$ROOT/.gpu/keys/example.key}
@@ -33,7 +42,8 @@ pipi() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-
 
 case "${1:?stage}" in
   kit-wheels)
-    pipi "$ROOT"/.whl/*.whl && python3 -c 'import pydantic, auto_round, rfc8785, cryptography; print("kit deps ok")'
+    # auto-round travels only when a recipe quantizes
+    pipi "${2:-$ROOT/.whl}"/*.whl && python3 -c 'import pydantic, rfc8785, cryptography, jsonschema; print("kit deps ok")'
     ;;
   stage)
     SRC=${2:?stage DIR}
@@ -75,7 +85,7 @@ case "${1:?stage}" in
     until python3 -c 'import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=5)' \
         "http://127.0.0.1:$PORT/v1/models" 2> /dev/null; do
       kill -0 $srv 2>/dev/null || { echo "kit serve exited"; tail -30 "$OUT/$TAG/serve.log"; exit 1; }
-      [ $(( $(date +%s) - t0 )) -gt 400 ] && { echo "not healthy in 400 s"; kill -INT $srv; exit 1; }
+      [ $(( $(date +%s) - t0 )) -gt 400 ] && { echo "not healthy in 400 s"; kill -TERM $srv; exit 1; }
       sleep 2
     done
     echo "server healthy after $(( $(date +%s) - t0 )) s"
@@ -83,7 +93,8 @@ case "${1:?stage}" in
       bench --target "http://127.0.0.1:$PORT" "$RECIPE" --fidelity "$ROUNDS" -o "$OUT/$TAG" ${KIT_EXTRA:-} \
       2> >(tee "$OUT/$TAG/fidelity.log" >&2)
     echo "fidelity $TAG: exit $?"
-    kill -INT $srv; wait $srv
+    # TERM: a background command of a script starts with SIGINT ignored
+    kill -TERM $srv; wait $srv
     ;;
   client-bench)
     TAG=${2:?client-bench TAG}; mkdir -p "$OUT/$TAG"
@@ -96,6 +107,29 @@ case "${1:?stage}" in
     timeout --kill-after=20 "${3:-560}" python3 "$ROOT/bench/autoround-24gb.py" \
       --out "$OUT/$TAG/autoround-24gb.json" 2> "$OUT/$TAG/autoround.log"
     echo "autoround-24gb $TAG: exit $?"; cat "$OUT/$TAG/autoround-24gb.json" 2>/dev/null
+    ;;
+  detach)
+    JOB=${2:?detach JOB STAGES...}; shift 2
+    mkdir -p "$JOBS/$JOB/out"
+    # setsid: the job is not this call's child, so it outlives the call (not the host)
+    OUT="$JOBS/$JOB/out" setsid bash -c '
+      for st in "$@"; do
+        echo "=== $(date -u +%T) $st"; eval "\"$0\" $st"; rc=$?; echo "=== $(date -u +%T) $st: exit $rc"
+      done; echo "=== job done"' "$0" "$@" > "$JOBS/$JOB/log" 2>&1 < /dev/null &
+    echo "detached $JOB (pid $!)"
+    ;;
+  wait)
+    JOB=${2:?wait JOB SECONDS}; LIMIT=${3:?wait JOB SECONDS}; t0=$(date +%s)
+    # a host given back between calls comes back bare: say so at once, not after LIMIT
+    [ -f "$JOBS/$JOB/log" ] || { echo "no job $JOB on this host (a fresh one?)" >&2; exit 3; }
+    until grep -q '^=== job done' "$JOBS/$JOB/log" 2>/dev/null || [ $(( $(date +%s) - t0 )) -ge "$LIMIT" ]; do
+      sleep 5
+    done
+    mkdir -p "$OUT"; cp "$JOBS/$JOB/log" "$OUT/$JOB.log"
+    for d in "$JOBS/$JOB"/out/*/; do
+      [ -d "$d" ] && tar -C "$d" -czf "$OUT/$(basename "$d").tar.gz" .
+    done
+    grep '^===' "$JOBS/$JOB/log"; tail -5 "$JOBS/$JOB/log"
     ;;
   *)
     echo "unknown stage $1" >&2; exit 2

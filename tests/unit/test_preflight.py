@@ -300,11 +300,12 @@ def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path, cpu_tiny
 def cli_state() -> Iterator[None]:
     """``kit reproduce`` installs a SIGTERM handler and points kit's log at the runner's
     stderr; give both back to the test session."""
-    handler = signal.getsignal(signal.SIGTERM)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     logger = logging.getLogger("kit")
     saved = (logger.handlers[:], logger.level, logger.propagate)
     yield
-    signal.signal(signal.SIGTERM, handler)
+    for s, handler in handlers.items():
+        signal.signal(s, handler)
     logger.handlers[:], logger.level, logger.propagate = saved
 
 

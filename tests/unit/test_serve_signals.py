@@ -1,0 +1,41 @@
+"""kit's long-running commands stop cleanly on SIGTERM and on SIGINT, also when started from a
+script in the background (a shell without job control starts those with SIGINT ignored)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+CHILD = """
+import time
+from kit.serve import install_sigterm_handler
+install_sigterm_handler()
+print("ready", flush=True)
+try:
+    time.sleep(60)
+except KeyboardInterrupt:
+    print("unwound", flush=True)
+"""
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_unwinds_when_sigint_was_ignored_at_start(sig: signal.Signals) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ignore_sigint,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=30)
+    assert out.strip() == "unwound"
+    assert proc.returncode == 0
