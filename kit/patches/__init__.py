@@ -3,13 +3,22 @@
 A series lives in ``patches/<engine>-<version>/``: ``NNNN-name.patch`` files (paths relative to
 site-packages, ``a/vllm/...`` and ``b/vllm/...``) and ``series.yaml`` (:mod:`.series`). Diffs
 are applied in pure Python (:mod:`.diff`): exact context at the stated lines, no offset, no
-fuzz. :mod:`.installed` checks, applies and verifies a series on an engine's site-packages;
-nothing is written until every patch has been checked.
+fuzz; a patch may create a file ('--- /dev/null'), never delete one. :mod:`.installed` checks,
+applies and verifies a series on an engine's site-packages; nothing is written until every
+patch has been checked.
 """
 
 from __future__ import annotations
 
-from kit.patches.diff import FileDiff, Hunk, HunkMismatch, apply_diff, parse_patch
+from kit.patches.diff import (
+    FileDiff,
+    FileMismatch,
+    Hunk,
+    HunkMismatch,
+    apply_diff,
+    apply_file,
+    parse_patch,
+)
 from kit.patches.installed import (
     ManifestFile,
     ManifestPatch,
@@ -40,6 +49,7 @@ from kit.patches.series import (
 __all__ = [
     "SERIES_FILE",
     "FileDiff",
+    "FileMismatch",
     "Hunk",
     "HunkMismatch",
     "ManifestFile",
@@ -52,6 +62,7 @@ __all__ = [
     "SeriesMeta",
     "apply",
     "apply_diff",
+    "apply_file",
     "check",
     "dump_series",
     "find_series",

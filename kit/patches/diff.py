@@ -4,6 +4,10 @@ A patch parses into the hunks it applies to each file. A file is patched only wh
 finds its exact context at its stated line: no offset, no fuzz, no whitespace leniency. The
 result is byte for byte what the diff says (line ends and a missing last newline included), or
 an error naming the first hunk that does not match; a file is never half patched.
+
+A patch may create a file (``--- /dev/null``, one hunk ``@@ -0,0 +1,N @@``): it applies only
+where the file is absent, and undoes only where the file holds exactly those lines. Deleting
+files is not supported.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ class FileDiff(FrozenModel):
 
     path: str = Field(description="File path relative to site-packages.")
     hunks: tuple[Hunk, ...] = Field(description="Hunks in file order.")
+    created: bool = Field(
+        False, description="The patch creates the file ('--- /dev/null'): one hunk, all added."
+    )
 
 
 class HunkMismatch(ValueError):
@@ -42,6 +49,10 @@ class HunkMismatch(ValueError):
         super().__init__(f"hunk {number} ({hunk.header}) does not match")
         self.number = number
         self.hunk = hunk
+
+
+class FileMismatch(ValueError):
+    """A file that is absent where the patch changes it, or present where it creates it."""
 
 
 def check_relative(path: str) -> None:
@@ -62,7 +73,15 @@ def _split_lines(data: bytes) -> list[bytes]:
 
 def apply_diff(data: bytes, diff: FileDiff, *, reverse: bool = False) -> bytes:
     """``data`` with every hunk of ``diff`` applied (undone, with ``reverse``), each exactly at
-    its stated line. Raises :class:`HunkMismatch` for the first hunk that does not match."""
+    its stated line. Raises :class:`HunkMismatch` for the first hunk that does not match.
+
+    For a created file the whole file is the hunk: it applies to empty ``data`` only, and is
+    undone only from exactly its lines (then the result is empty)."""
+    if diff.created:
+        (h,) = diff.hunks
+        if data != (b"".join(h.new) if reverse else b""):
+            raise HunkMismatch(1, h)
+        return b"" if reverse else b"".join(h.new)
     lines = _split_lines(data)
     out: list[bytes] = []
     pos = 0
@@ -77,10 +96,26 @@ def apply_diff(data: bytes, diff: FileDiff, *, reverse: bool = False) -> bytes:
     return b"".join(out + lines[pos:])
 
 
-def _strip_prefix(raw: bytes, prefix: str, where: str) -> str:
+def apply_file(data: bytes | None, diff: FileDiff, *, reverse: bool = False) -> bytes | None:
+    """A file's content once ``diff`` is applied (undone, with ``reverse``); None stands for a
+    file that is absent. Raises :class:`FileMismatch` when the file is missing where the diff
+    changes it or present where the diff creates it, :class:`HunkMismatch` when a hunk does
+    not match."""
+    if diff.created and not reverse:
+        if data is not None:
+            raise FileMismatch("exists, but the patch creates it (it must be absent)")
+        return apply_diff(b"", diff)
+    if data is None:
+        raise FileMismatch("file not found")
+    done = apply_diff(data, diff, reverse=reverse)
+    return None if diff.created else done
+
+
+def _strip_prefix(raw: bytes, prefix: str, where: str) -> str | None:
+    """The path after ``prefix``; None for /dev/null."""
     name = raw.split(b"\t", 1)[0].strip().decode("utf-8", "replace")
     if name == "/dev/null":
-        raise BadInputError(f"{where}: creating or deleting files is not supported")
+        return None
     if not name.startswith(prefix):
         raise BadInputError(f"{where}: path {name!r} must start with {prefix!r}")
     path = name[len(prefix) :]
@@ -109,8 +144,12 @@ def parse_patch(data: bytes, label: str) -> tuple[FileDiff, ...]:
             raise BadInputError(f"{where}: expected '--- a/FILE', found {lines[i][:40]!r}")
         if not lines[i + 1].startswith(b"+++ "):
             raise BadInputError(f"{where}: '--- ' is not followed by '+++ '")
-        path = _strip_prefix(lines[i][4:], "a/", where)
-        if _strip_prefix(lines[i + 1][4:], "b/", f"{label}: line {i + 2}") != path:
+        old_path = _strip_prefix(lines[i][4:], "a/", where)
+        path = _strip_prefix(lines[i + 1][4:], "b/", f"{label}: line {i + 2}")
+        if path is None:
+            raise BadInputError(f"{where}: deleting files is not supported")
+        created = old_path is None
+        if not created and old_path != path:
             raise BadInputError(f"{where}: '---' and '+++' name different files")
         if any(d.path == path for d in diffs):
             raise BadInputError(f"{where}: {path} appears twice")
@@ -123,7 +162,11 @@ def parse_patch(data: bytes, label: str) -> tuple[FileDiff, ...]:
             hunks.append(hunk)
         if not hunks:
             raise BadInputError(f"{label}: {path}: no hunks")
-        diffs.append(FileDiff(path=path, hunks=tuple(hunks)))
+        if created and [(h.old_start, len(h.old), h.new_start) for h in hunks] != [(0, 0, 1)]:
+            raise BadInputError(
+                f"{label}: {path}: a file created from /dev/null takes one hunk, '@@ -0,0 +1,N @@'"
+            )
+        diffs.append(FileDiff(path=path, hunks=tuple(hunks), created=created))
     if not diffs:
         raise BadInputError(f"{label}: not a unified diff (no '--- a/FILE' / '+++ b/FILE')")
     return tuple(diffs)

@@ -3,6 +3,8 @@
 Diffs are applied by :mod:`kit.patches.diff` (exact context at the stated lines, no offset,
 no fuzz). A hunk that does not match names its patch, file and hunk; nothing is written until
 every patch has been checked, and the result must match the fingerprints series.yaml records.
+A file a patch creates must be absent until the patch is applied; once applied, its content
+is checked like any other file's (the patch undoes from it, its fingerprint matches).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.patches.diff import HunkMismatch, apply_diff
+from kit.patches.diff import FileMismatch, HunkMismatch, apply_file
 from kit.patches.series import (
     SERIES_FILE,
     Patch,
@@ -131,12 +133,9 @@ Tree = dict[str, bytes | None]
 def _try(patch: Patch, tree: Tree, reverse: bool) -> tuple[Tree | None, str | None]:
     new: Tree = dict(tree)
     for d in patch.diffs:
-        data = tree.get(d.path)
-        if data is None:
-            return None, f"{patch.meta.file}: {d.path}: file not found"
         try:
-            new[d.path] = apply_diff(data, d, reverse=reverse)
-        except HunkMismatch as exc:
+            new[d.path] = apply_file(tree.get(d.path), d, reverse=reverse)
+        except (FileMismatch, HunkMismatch) as exc:
             return None, f"{patch.meta.file}: {d.path}: {exc}"
     return new, None
 
@@ -265,12 +264,13 @@ def apply(series: PatchSeries, site_packages: str | Path) -> PatchManifest:
         )
     changed = [path for path in final if final[path] != tree[path]]
     written: list[str] = []
+    made: list[Path] = []  # folders created for new files, deepest last
     for path in changed:
         try:
+            _make_parents(site / path, made)
             _write_atomic(site / path, final[path] or b"")
         except OSError as exc:
-            for done in written:
-                _write_atomic(site / done, tree[done] or b"")
+            _restore(site, tree, written, made)
             raise EnvironmentProblem(
                 f"{series.name}: writing {site / path} failed: {exc}",
                 hint=f"restored the {len(written)} file(s) already written; fix the cause "
@@ -282,8 +282,31 @@ def apply(series: PatchSeries, site_packages: str | Path) -> PatchManifest:
     return status(series, site)
 
 
+def _make_parents(target: Path, made: list[Path]) -> None:
+    """Create the missing folders above a new file, outermost first, adding each to ``made``."""
+    for d in reversed(target.parents):
+        if not d.is_dir():
+            d.mkdir()
+            made.append(d)
+
+
+def _restore(site: Path, tree: Tree, written: list[str], made: list[Path]) -> None:
+    """Undo a failed apply: put back the files written so far, remove the ones created."""
+    for done in written:
+        before = tree[done]
+        if before is None:
+            (site / done).unlink(missing_ok=True)
+        else:
+            _write_atomic(site / done, before)
+    for d in reversed(made):
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+
+
 def _write_atomic(target: Path, data: bytes) -> None:
-    mode = target.stat().st_mode & 0o7777
+    """Replace (or create) ``target`` with ``data`` through a temporary file and a rename;
+    a replaced file keeps its mode, a new one gets 0644."""
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".kit")
     try:
         with os.fdopen(fd, "wb") as fh:

