@@ -3,7 +3,8 @@
 Every model ends as a directory plus a :class:`ModelManifest` recording where it came from,
 the resolved revision and the sha256 of every file (:mod:`kit.model.manifest`). The hub and
 local directories are :mod:`kit.model.hub`, synthetic targets and drafts
-:mod:`kit.model.synthetic`, and :mod:`kit.model.fetch` picks between them for a recipe.
+:mod:`kit.model.synthetic` (a DFlash2 draft's own parts: :mod:`kit.model.dflash2`), and
+:mod:`kit.model.fetch` picks between them for a recipe.
 """
 
 from kit.model.fetch import fetch_draft, fetch_model

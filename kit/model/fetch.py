@@ -29,7 +29,7 @@ def fetch_draft(loaded: LoadedRecipe) -> tuple[Path, ModelManifest] | None:
     if isinstance(draft, SyntheticDraft):
         target = loaded.recipe.model
         assert isinstance(target, SyntheticModel)  # the recipe validator guarantees it
-        return synthesise_draft(target, draft)
+        return synthesise_draft(target, draft, loaded.recipe.speculative.method)
     if isinstance(draft, HubModel):
         return download(draft, "draft")
     return local(draft, loaded, "draft", "speculative.draft")

@@ -1,6 +1,6 @@
 """Synthetic models: a random-initialised Qwen3 target with a tokenizer trained locally on
-pseudo-English text, and a DFlash draft that matches it. Both need no hub and are cached under
-``$KIT_HOME/models`` by their spec.
+pseudo-English text, and a DFlash (or DFlash2: :mod:`kit.model.dflash2`) draft that matches it.
+Both need no hub and are cached under ``$KIT_HOME/models`` by their spec.
 
 The text comes from the fixed word list in ``words.txt``, read in file order: the list, its
 order and the generator below make the bytes of a synthetic model. Change any of them and bump
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kit.errors import BadInputError
+from kit.model import dflash2
 from kit.model.manifest import (
     ModelManifest,
     architecture,
@@ -33,7 +34,8 @@ from kit.model.manifest import (
     write_manifest,
 )
 from kit.paths import display_path, kit_home
-from kit.recipe import SyntheticDraft, SyntheticModel
+from kit.recipe import DFlash2Draft, SyntheticDraft, SyntheticModel
+from kit.recipe.base import RecipeModel, drop_late_defaults
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +146,10 @@ def _synthesise_target(spec: SyntheticModel, out: Path) -> int:
         # top-k sampling pick tokens that decode to text. The lm_head's size is unchanged.
         with torch.no_grad():
             model.lm_head.weight[known:].zero_()
+    if spec.mask_picks_token0:  # a DFlash2 'token0' draft's hidden state points at token 0
+        with torch.no_grad():
+            mask = model.model.embed_tokens.weight[ids["<|mask|>"]]
+            model.lm_head.weight[0] = dflash2.token0_row(model.lm_head.weight, mask).to(dtype)
     model.save_pretrained(out, safe_serialization=True)
     GenerationConfig(
         bos_token_id=ids["<|endoftext|>"],
@@ -168,9 +174,14 @@ def default_target_layers(num_layers: int, count: int = 5) -> list[int]:
 
 
 def _synthesise_draft(
-    target: SyntheticModel, draft: SyntheticDraft, target_dir: Path, out: Path
+    target: SyntheticModel,
+    draft: SyntheticDraft,
+    target_dir: Path,
+    out: Path,
+    d2: DFlash2Draft | None = None,
 ) -> int:
-    """A DFlash draft matching the target: config.json + model.safetensors, no embeddings."""
+    """A DFlash draft matching the target: config.json + model.safetensors, no embeddings. With
+    ``d2``, a DFlash2 draft: the same v1 tensors (the same generator, drawn first) and its own."""
     import torch
     from safetensors.torch import save_file
 
@@ -178,7 +189,7 @@ def _synthesise_draft(
     tok_cfg = json.loads((target_dir / "tokenizer_config.json").read_text())
     mask_id = _token_id(target_dir, "<|mask|>", tok_cfg)
     layer_ids = draft.target_layer_ids or default_target_layers(s.num_hidden_layers)
-    config = {
+    config: dict[str, Any] = {
         "architectures": ["DFlashDraftModel"],
         "model_type": "qwen3",
         "hidden_size": s.hidden_size,
@@ -189,7 +200,7 @@ def _synthesise_draft(
         "head_dim": s.head_dim,
         "vocab_size": s.vocab_size,
         "max_position_embeddings": s.max_position_embeddings,
-        "rms_norm_eps": 1e-6,
+        "rms_norm_eps": dflash2.RMS_NORM_EPS,
         "rope_theta": 1000000.0,
         "hidden_act": "silu",
         "tie_word_embeddings": False,
@@ -226,6 +237,13 @@ def _synthesise_draft(
     tensors["hidden_norm.weight"] = torch.ones(h, dtype=dtype)
     norm = torch.zeros(h, dtype=dtype) if draft.zero_final_norm else torch.ones(h, dtype=dtype)
     tensors["norm.weight"] = norm
+    if d2 is not None:
+        config["architectures"] = [dflash2.ARCHITECTURE]
+        config["dflash_config"] |= dflash2.config_keys(d2)
+        n_layers = draft.num_hidden_layers
+        tensors |= dflash2.tensors(d2, h, s.vocab_size, n_layers, rand, dtype)
+        if d2.weights == "token0":
+            dflash2.silence_layers(tensors, n_layers)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2))
     save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / "model.safetensors"))
@@ -248,7 +266,16 @@ def _token_id(model_dir: Path, token: str, tok_cfg: dict[str, Any]) -> int:
 # the cache
 
 
-def _spec_key(spec: dict[str, Any]) -> str:
+def _spec_data(model: RecipeModel) -> dict[str, Any]:
+    """A recipe model as its cache key reads it: fields added later are left out while at their
+    default, so a model that does not use them keeps the key it had before they existed."""
+    data = model.model_dump(mode="json")
+    drop_late_defaults(model, data)
+    return data
+
+
+def spec_key(spec: dict[str, Any]) -> str:
+    """The cache key of a keyed spec: ``$KIT_HOME/models/<kind>-<key>``."""
     blob = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -260,7 +287,7 @@ def _build_cached(
     build: Callable[[Path], int],
 ) -> ModelManifest:
     """Run ``build(tmpdir) -> params`` once per spec; later calls reuse the directory."""
-    key = _spec_key(spec)
+    key = spec_key(spec)
     final = kit_home() / "models" / f"{kind}-{key}"
     cached = read_manifest(final)
     if cached is not None:
@@ -296,16 +323,38 @@ def _build_cached(
     return manifest
 
 
+def target_spec(spec: SyntheticModel) -> dict[str, Any]:
+    """The keyed spec of a synthetic target (cache kind ``synthetic``)."""
+    return {"generator": SYNTH_VERSION, **_spec_data(spec)}
+
+
 def synthesise(spec: SyntheticModel) -> tuple[Path, ModelManifest]:
-    data = {"generator": SYNTH_VERSION, **spec.model_dump(mode="json")}
+    data = target_spec(spec)
     manifest = _build_cached("synthetic", data, "target", lambda d: _synthesise_target(spec, d))
     return model_dir(manifest), manifest
 
 
-def synthesise_draft(target: SyntheticModel, draft: SyntheticDraft) -> tuple[Path, ModelManifest]:
+def draft_spec(
+    draft: SyntheticDraft, target_identity: str, method: str = "dflash"
+) -> tuple[str, dict[str, Any], DFlash2Draft | None]:
+    """The cache kind, the keyed spec and the DFlash2 settings (None: a v1 draft) of a synthetic
+    draft for ``method``. A v1 draft's spec is what it was before DFlash2 existed; a DFlash2
+    draft's has every DFlash2 setting, defaults included."""
+    data = {"generator": SYNTH_VERSION, "target": target_identity, **_spec_data(draft)}
+    if method != "dflash2":
+        return "dflash-draft", data, None
+    d2 = draft.dflash2 or DFlash2Draft()
+    data["dflash2"] = d2.model_dump(mode="json")
+    return "dflash2-draft", data, d2
+
+
+def synthesise_draft(
+    target: SyntheticModel, draft: SyntheticDraft, method: str = "dflash"
+) -> tuple[Path, ModelManifest]:
+    """The synthetic draft for ``method`` (``dflash`` or ``dflash2``) beside its target."""
     tdir, tman = synthesise(target)
-    data = {"generator": SYNTH_VERSION, "target": tman.identity, **draft.model_dump(mode="json")}
+    kind, data, d2 = draft_spec(draft, tman.identity, method)
     manifest = _build_cached(
-        "dflash-draft", data, "draft", lambda d: _synthesise_draft(target, draft, tdir, d)
+        kind, data, "draft", lambda d: _synthesise_draft(target, draft, tdir, d, d2)
     )
     return model_dir(manifest), manifest

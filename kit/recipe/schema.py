@@ -55,7 +55,7 @@ class Recipe(RecipeModel):
 
     @model_validator(mode="after")
     def _combinations(self) -> Recipe:
-        problems = self._shape_problems() + self._length_problems()
+        problems = self._shape_problems() + self._length_problems() + self._draft_problems()
         q = self.quantization
         if isinstance(self.model, SyntheticModel) and isinstance(q, AutoRoundQuantization):
             shape = self.model.shape
@@ -72,19 +72,6 @@ class Recipe(RecipeModel):
                 problems.append(
                     "quantization: iters 0 still calibrates from the hub; set disable_opt_rtn"
                 )
-        if self.speculative.method in {"dflash", "dflash2"} and isinstance(
-            self.speculative.draft, SyntheticDraft
-        ):
-            if not isinstance(self.model, SyntheticModel):
-                problems.append("speculative.draft: a synthetic draft needs a synthetic model")
-            else:
-                ids = self.speculative.draft.target_layer_ids
-                n = self.model.shape.num_hidden_layers
-                if ids is not None and any(i < 0 or i > n - 2 for i in ids):
-                    problems.append(
-                        f"speculative.draft.target_layer_ids must lie in 0..{n - 2} "
-                        "(the last layer's output cannot feed a DFlash draft)"
-                    )
         if self.server.engine.device == "cpu" and self.server.tensor_parallel_size > 1:
             problems.append("server.tensor_parallel_size: the CPU engine serves with 1")
         if self.rig is not None:
@@ -129,6 +116,69 @@ class Recipe(RecipeModel):
                 f"server.max_model_len {s.max_model_len} exceeds "
                 f"model.shape.max_position_embeddings {shape.max_position_embeddings}"
             )
+        return out
+
+    def _draft_problems(self) -> list[str]:
+        """A synthetic DFlash or DFlash2 draft against its target, and the deterministic
+        settings of both (docs/dflash2-draft.md)."""
+        model, spec = self.model, self.speculative
+        out: list[str] = []
+        if isinstance(model, SyntheticModel) and model.mask_picks_token0:
+            if not model.zero_final_norm:
+                out.append(
+                    "model.mask_picks_token0 needs model.zero_final_norm: true (the zero norm "
+                    "keeps the target's own logits at 0 whatever lm_head row 0 holds)"
+                )
+        draft = spec.draft
+        if not isinstance(draft, SyntheticDraft):
+            return out
+        if not isinstance(model, SyntheticModel):
+            return [*out, "speculative.draft: a synthetic draft needs a synthetic model"]
+        shape = model.shape
+        n = shape.num_hidden_layers
+        ids = draft.target_layer_ids
+        if ids is not None and any(i < 0 or i > n - 2 for i in ids):
+            out.append(
+                f"speculative.draft.target_layer_ids must lie in 0..{n - 2} "
+                "(the last layer's output cannot feed a DFlash draft)"
+            )
+        d2 = draft.dflash2
+        if d2 is None:
+            return out
+        if spec.method != "dflash2":
+            return [
+                *out,
+                f"speculative.draft.dflash2: only for method dflash2 (the method is {spec.method})",
+            ]
+        if shape.hidden_size % d2.conv_group_size:
+            out.append(
+                f"speculative.draft.dflash2.conv_group_size {d2.conv_group_size} does not divide "
+                f"model.shape.hidden_size {shape.hidden_size}"
+            )
+        block = 1 + spec.num_speculative_tokens
+        if d2.conv_kernel_size > block:
+            out.append(
+                f"speculative.draft.dflash2.conv_kernel_size {d2.conv_kernel_size} exceeds the "
+                f"{block} query tokens of a draft step (1 + speculative.num_speculative_tokens)"
+            )
+        tp = self.server.tensor_parallel_size
+        if d2.selector_top_k > shape.vocab_size // tp:
+            out.append(
+                f"speculative.draft.dflash2.selector_top_k {d2.selector_top_k} exceeds the "
+                f"vocabulary of one shard, model.shape.vocab_size {shape.vocab_size} / "
+                f"server.tensor_parallel_size {tp}"
+            )
+        if d2.weights == "token0":
+            if not model.mask_picks_token0:
+                out.append(
+                    "speculative.draft.dflash2.weights token0 needs model.mask_picks_token0: true "
+                    "(and model.zero_final_norm: true)"
+                )
+            if draft.zero_final_norm:
+                out.append(
+                    "speculative.draft.dflash2.weights token0 needs the draft's final norm: "
+                    "set speculative.draft.zero_final_norm: false"
+                )
         return out
 
     def _length_problems(self) -> list[str]:

@@ -64,6 +64,7 @@ class LocalModel(RecipeModel):
 class SyntheticModel(RecipeModel):
     """A random-initialised Qwen3 model with a locally trained tokenizer: needs no hub."""
 
+    late_fields = frozenset({"mask_picks_token0"})
     source: Literal["synthetic"] = Field(description="Generate locally.")
     shape: SyntheticShape = Field(default_factory=SyntheticShape, description="Model shape.")
     seed: int = Field(0, description="Random seed for weights and tokenizer corpus.")
@@ -72,6 +73,13 @@ class SyntheticModel(RecipeModel):
         description="Zero the final norm so all logits are 0 (deterministic test models only).",
     )
     dtype: Literal["bfloat16", "float16", "float32"] = Field("bfloat16", description="Weights.")
+    mask_picks_token0: bool = Field(
+        False,
+        description="Set lm_head row 0 to a large multiple of RMSNorm(embed[<|mask|>]), so that a "
+        "DFlash2 draft with weights 'token0' drafts token 0 as its strict top-1; needs "
+        "zero_final_norm, which keeps the target's own logits at 0 (deterministic test models "
+        "only).",
+    )
 
 
 ModelSource = Annotated[Union[HubModel, LocalModel, SyntheticModel], Field(discriminator="source")]
@@ -195,9 +203,46 @@ Quantization = Annotated[
 # speculative decoding
 
 
-class SyntheticDraft(RecipeModel):
-    """A DFlash draft generated to match a synthetic target (full attention only)."""
+class DFlash2Draft(RecipeModel):
+    """The DFlash2 parts of a synthetic draft (speculative.method dflash2): a grouped
+    convolution around each layer's attention and MLP, and the candidate selector. The defaults
+    are the released DFlash2 checkpoint's (docs/dflash2-backport.md, "Checkpoint contract")."""
 
+    conv_kernel_size: int = Field(
+        2,
+        gt=0,
+        description="Taps of each grouped convolution (T): the position itself and T - 1 before "
+        "it, within one draft step's 1 + num_speculative_tokens query tokens.",
+    )
+    conv_group_size: int = Field(
+        16,
+        gt=0,
+        description="Channels that share one input-dependent convolution coefficient (the "
+        "base kernel is per channel); must divide model.shape.hidden_size.",
+    )
+    selector_rank: int = Field(256, gt=0, description="Rank of the selector's token codebooks (R).")
+    selector_top_k: int = Field(
+        16,
+        gt=0,
+        description="Candidates the selector walks at each drafted position (K); at most the "
+        "vocabulary of one tensor-parallel shard.",
+    )
+    weights: Literal["random", "as_v1", "token0"] = Field(
+        "random",
+        description="'random': random convolutions around the identity and a random selector "
+        "(accepts next to nothing, as any random draft); 'as_v1': identity convolutions and a zero "
+        "selector projection, so it drafts what its v1 tensors (the same as a DFlash draft of "
+        "the same seed) draft as DFlashDraftModel; 'token0': as_v1 with every o_proj and "
+        "down_proj zero, so that with model.mask_picks_token0 token 0 is the strict top-1 at "
+        "every drafted position (deterministic acceptance check; docs/dflash2-draft.md).",
+    )
+
+
+class SyntheticDraft(RecipeModel):
+    """A DFlash draft generated to match a synthetic target (full attention only): a
+    DFlashDraftModel for method dflash, a DFlash2DraftModel for method dflash2."""
+
+    late_fields = frozenset({"dflash2"})
     source: Literal["synthetic"] = Field(description="Generate a matching DFlash draft.")
     num_hidden_layers: int = Field(1, gt=0, description="Draft layers.")
     block_size: int = Field(8, gt=0, description="DFlash block size.")
@@ -206,6 +251,11 @@ class SyntheticDraft(RecipeModel):
     )
     seed: int = Field(1, description="Random seed.")
     zero_final_norm: bool = Field(False, description="Zero the draft's final norm (tests only).")
+    dflash2: DFlash2Draft | None = Field(
+        None,
+        description="DFlash2 settings, for method dflash2 only (none: the released checkpoint's "
+        "values and random weights).",
+    )
 
 
 DraftSource = Annotated[Union[HubModel, LocalModel, SyntheticDraft], Field(discriminator="source")]
