@@ -55,3 +55,9 @@ class VerificationFailed(KitError):
     """A verification or comparison ran and found failures."""
 
     exit_code = EXIT_FAILED
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, unwound like Ctrl-C so that servers are torn down and partial reports kept
+    (kit.serve.install_sigterm_handler): sent by a time limit (``timeout``), a service manager
+    or ``kill``, not typed by a user."""

@@ -137,3 +137,16 @@ def serve(
         loaded.recipe, built.served_dir, built.draft_dir, log_path, port
     ) as server:
         yield server
+
+
+def serve_node(
+    loaded: LoadedRecipe, rank: int, log_path: Path, *, engine_python: str | None = None
+) -> int:
+    """Build (cached) and run worker node ``rank`` of a multi-node recipe on this host until
+    it exits or Ctrl-C; returns its exit code."""
+    built = build(loaded)
+    server_recipe = loaded.recipe.server
+    env = engine_mod.resolve(server_recipe.engine, server_recipe.patches, engine_python)
+    return NativeRuntime(env).run_node(
+        loaded.recipe, built.served_dir, built.draft_dir, rank, log_path
+    )

@@ -50,7 +50,7 @@ image: venv ## build RECIPE's engine image (CPU recipes need make base-image onc
 	$(KIT) image build $(RECIPE)
 
 up: image compose-env $(VENV)/bin/docker-compose ## prepare, then serve RECIPE in a container (waits until healthy)
-	$(COMPOSE_RUN) up -d --wait server
+	$(COMPOSE_RUN) up -d --wait server $$(grep -q '^KIT_WORKER_NODES="[1-9]' $(COMPOSE_ENV) && echo server-worker)
 
 bench: compose-env $(SIGNING_KEY) $(VENV)/bin/docker-compose ## run the bench sidecar against the server: a signed report in REPORTS
 	$(COMPOSE_RUN) run --rm bench

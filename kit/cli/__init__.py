@@ -17,14 +17,18 @@ import click
 
 from kit import __version__
 from kit.cli import containers, fleet, host, keys, patches, recipe, report, run, schema
-from kit.errors import KitError, ServerError
+from kit.errors import KitError, ServerError, Terminated
 
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process it ended
 
 
 def report_error(exc: KitError | KeyboardInterrupt) -> int:
     """``error:`` lines, the server's log tail, then the ``hint:`` line, all on stderr; returns
     the exit code. The one place an error becomes a message, for the CLI and the containers."""
+    if isinstance(exc, Terminated):
+        click.echo("error: stopped by SIGTERM", err=True)
+        return EXIT_TERMINATED
     if isinstance(exc, KeyboardInterrupt):
         click.echo("error: interrupted", err=True)
         return EXIT_INTERRUPTED

@@ -92,20 +92,37 @@ def build(path: str, overrides: tuple[str, ...]) -> None:
 @click.argument("path", type=click.Path())
 @set_option
 @_serve_options
+@click.option(
+    "--node-rank",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Run only worker node R of a recipe with server.nodes (headless), for a node on "
+    "another host; the head is started by kit serve or kit reproduce without it.",
+)
 def serve(
-    path: str, overrides: tuple[str, ...], port: int | None, engine_python: str | None
+    path: str,
+    overrides: tuple[str, ...],
+    port: int | None,
+    engine_python: str | None,
+    node_rank: int | None,
 ) -> None:
     """Build if needed, then serve the recipe's model until Ctrl-C.
 
     \b
-    Example:
+    Examples:
       kit serve recipes/cpu-tiny.yaml --port 8000
+      kit serve recipes/cpu-tiny-2nodes.yaml --node-rank 1
     """
     from kit.pipeline import serve as serve_recipe
+    from kit.pipeline import serve_node
     from kit.serve import install_sigterm_handler
 
     install_sigterm_handler()
     loaded = load_recipe(path, overrides)
+    if node_rank is not None:
+        node_log = Path("reports") / f"serve-{loaded.recipe.name}.node{node_rank}.log"
+        code = serve_node(loaded, node_rank, node_log, engine_python=engine_python)
+        raise ServerError(f"node {node_rank} exited with code {code}", hint=f"see {node_log}")
     log_path = Path("reports") / f"serve-{loaded.recipe.name}.log"
     with serve_recipe(loaded, log_path, engine_python=engine_python, port=port) as server:
         click.echo(server.url)

@@ -141,7 +141,10 @@ def render(
         "KIT_IMAGE_ID": image_id,
         "KIT_BASE_IMAGE": image.base_image_for(recipe),
         "KIT_DEVICE": recipe.server.engine.device,
-        "KIT_GPU_COUNT": str(recipe.server.tensor_parallel_size if gpu else 0),
+        # GPUs per engine container: the world (tensor x pipeline parallel) over its nodes
+        "KIT_GPU_COUNT": str(gpus_per_node(recipe) if gpu else 0),
+        # server.nodes: replicas of server-worker, the nodes after the head (0 on one host)
+        "KIT_WORKER_NODES": str(recipe.server.nodes.count - 1 if recipe.server.nodes else 0),
         "KIT_PORT": str(CONTAINER_PORT),
         "KIT_HOST_PORT": str(host_port or free_port()),
         "KIT_HEALTH_START_PERIOD": f"{int(recipe.server.health_timeout_s)}s",
@@ -158,6 +161,11 @@ def render(
         # the host's name (a stand-in) and OS, which the bench sidecar cannot see itself
         "KIT_HOST_FACTS": host_facts_for_containers(),
     }
+
+
+def gpus_per_node(recipe: Recipe) -> int:
+    server = recipe.server
+    return server.world_size // (server.nodes.count if server.nodes else 1)
 
 
 def _local_image_id(ref: str) -> str:

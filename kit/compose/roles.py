@@ -21,6 +21,7 @@ from kit.compose.env import CONTAINER_PORT, NO_KEY
 from kit.engine import EngineEnv
 from kit.errors import BadInputError, EnvironmentProblem, KitError
 from kit.model import ModelManifest
+from kit.nodes import CLI_SERVE, node_args
 from kit.paths import from_home_relative, home_relative, kit_home
 from kit.quantize import QuantManifest
 from kit.recipe import LoadedRecipe, Recipe, load_recipe
@@ -110,28 +111,74 @@ def verify_engine(loaded: LoadedRecipe) -> EngineEnv:
     return engine.resolve(recipe.server.engine, recipe.server.patches)
 
 
-def server_argv(loaded: LoadedRecipe, prepared: Prepared, python: str) -> list[str]:
+def server_argv(loaded: LoadedRecipe, prepared: Prepared, python: str, rank: int = 0) -> list[str]:
+    """The engine's command line in the ``server`` container, or in a ``server-worker`` one
+    for node ``rank`` of a multi-node recipe (kit.compose.nodes)."""
+    from kit.compose.nodes import compose_plan
+
     port = int(os.environ.get("KIT_PORT", CONTAINER_PORT))
     served = from_home_relative(prepared.served_dir)
     draft = from_home_relative(prepared.draft_dir) if prepared.draft_dir else None
     args = server_args(loaded.recipe, served, draft, "0.0.0.0", port)
-    return [python, "-m", "vllm.entrypoints.openai.api_server", *args]
+    nodes = compose_plan(loaded.recipe)
+    if nodes is None:
+        return [python, "-m", "vllm.entrypoints.openai.api_server", *args]
+    return [python, *CLI_SERVE, *args, *node_args(nodes, rank)]
 
 
-def role_server() -> int:
-    """Re-verify the patches, then exec the engine's OpenAI server (never returns)."""
-    loaded = container_recipe()
-    prepared = read_prepared(loaded)
-    env = verify_engine(loaded)
-    argv = server_argv(loaded, prepared, env.python)
+def _engine_environ(loaded: LoadedRecipe, env: EngineEnv) -> dict[str, str]:
     environ = dict(os.environ)
     environ.update(loaded.recipe.server.env)
     if env.pythonpath:
         environ["PYTHONPATH"] = env.pythonpath
+    return environ
+
+
+def role_server() -> int:
+    """Re-verify the patches, then exec the engine's OpenAI server (never returns); the head of
+    a multi-node recipe runs it as a child instead, to record its node's facts."""
+    loaded = container_recipe()
+    prepared = read_prepared(loaded)
+    env = verify_engine(loaded)
+    argv = server_argv(loaded, prepared, env.python)
+    environ = _engine_environ(loaded, env)
     log.info("serve: %s", " ".join(argv))
+    if loaded.recipe.server.nodes is not None:
+        return _run_node(loaded, argv, environ, 0)
     sys.stderr.flush()
     os.execve(argv[0], argv, environ)
     return 0  # pragma: no cover
+
+
+def role_server_worker() -> int:
+    """A headless node of a multi-node recipe: its rank from its replica number, the patches
+    re-verified, the engine run until it exits."""
+    from kit.compose.nodes import worker_rank
+
+    loaded = container_recipe()
+    nodes = loaded.recipe.server.nodes
+    if nodes is None:
+        raise BadInputError(
+            f"{loaded.recipe.name} sets no server.nodes: it has no worker nodes",
+            hint="the server-worker service is for recipes served across nodes",
+        )
+    rank = worker_rank(nodes.count)
+    prepared = read_prepared(loaded)
+    env = verify_engine(loaded)
+    argv = server_argv(loaded, prepared, env.python, rank)
+    log.info("serve: node %d of %d: %s", rank, nodes.count, " ".join(argv))
+    return _run_node(loaded, argv, _engine_environ(loaded, env), rank)
+
+
+def _run_node(loaded: LoadedRecipe, argv: list[str], environ: dict[str, str], rank: int) -> int:
+    from kit.compose.nodes import compose_plan, node_info, run_node
+    from kit.probe import probe_host
+    from kit.report.assemble import host_for_report
+
+    plan = compose_plan(loaded.recipe)
+    assert plan is not None
+    info = node_info(rank, plan, host_for_report(probe_host(redact=True)))
+    return run_node(argv, environ, info)
 
 
 def _health(url: str) -> str:
@@ -146,6 +193,7 @@ def role_bench() -> int:
     """The sidecar: the recipe's protocol against the server, the host sampled, the report
     signed with the mounted key and written to ``$KIT_REPORTS``; exit 3 when incomplete."""
     from kit.build import Built
+    from kit.compose.nodes import read_facts
     from kit.measure import after_bench, measure
     from kit.probe import probe_host
     from kit.report.assemble import (
@@ -184,6 +232,7 @@ def role_bench() -> int:
         quantization=prepared.quantization,
     )
     boot = os.environ.get("KIT_SERVER_BOOT_S")
+    nodes = loaded.recipe.server.nodes
     ev = Evidence(
         host=host_for_report(probe_host(redact=True)),
         server=ServerInfo(
@@ -192,6 +241,7 @@ def role_bench() -> int:
             env=dict(loaded.recipe.server.env),
             boot_s=float(boot) if boot else None,
             log_file="server.log",
+            nodes=read_facts(nodes.count) if nodes else None,
         ),
     )
     report = new_report(loaded, run_id)
@@ -222,7 +272,12 @@ def role_bench() -> int:
     return 0 if final.status == "complete" else 3
 
 
-ROLES = {"prepare": role_prepare, "server": role_server, "bench": role_bench}
+ROLES = {
+    "prepare": role_prepare,
+    "server": role_server,
+    "server-worker": role_server_worker,
+    "bench": role_bench,
+}
 
 
 def container_main(argv: list[str]) -> int:

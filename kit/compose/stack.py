@@ -18,6 +18,7 @@ from typing import Any
 
 from kit import image
 from kit.compose.env import render, signing_key_file, write_env
+from kit.compose.nodes import WORKER_SERVICE
 from kit.compose.project import ComposeProject, compose_command
 from kit.errors import BadInputError, EnvironmentProblem, KitError, ServerError
 from kit.preflight import preflight
@@ -74,9 +75,15 @@ class ComposeRuntime:
         check_port("127.0.0.1", host_port)
         url = f"http://127.0.0.1:{host_port}"
         log.info("serve: starting the server container of %s on %s", self.project.name, url)
+        services = ["server"]
+        if recipe.server.nodes is not None:
+            # the head and one headless container per further node (kit.compose.nodes)
+            workers = recipe.server.nodes.count - 1
+            services = ["--scale", f"{WORKER_SERVICE}={workers}", "server", WORKER_SERVICE]
+            log.info("serve: with %d %s container(s)", workers, WORKER_SERVICE)
         t0 = time.monotonic()
         try:
-            proc = self.project.run("up", "-d", "--no-deps", "server", check=False)
+            proc = self.project.run("up", "-d", "--no-deps", *services, check=False)
             if proc.returncode != 0:
                 err = proc.stderr.strip()
                 if "address already in use" in err or "port is already allocated" in err:
@@ -96,7 +103,11 @@ class ComposeRuntime:
             )
         finally:
             self.project.save_logs("server", log_path)
-            self.project.run("stop", "--timeout", "30", "server", check=False)
+            stop = ["server"]
+            if recipe.server.nodes is not None:
+                self.project.save_logs(WORKER_SERVICE, log_path.with_name(f"{WORKER_SERVICE}.log"))
+                stop.append(WORKER_SERVICE)
+            self.project.run("stop", "--timeout", "30", *stop, check=False)
             log.info("serve: server container stopped")
 
     def _wait_healthy(self, timeout_s: float, log_path: Path, t0: float) -> float:

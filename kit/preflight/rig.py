@@ -69,6 +69,8 @@ def meets(rig: Rig, cards: list[Card]) -> bool:
 
 def needs(recipe: Recipe) -> str:
     """What a recipe needs, in a few words."""
+    if recipe.server.nodes is not None:
+        return f"{recipe.server.nodes.count} nodes (server.nodes); only when named"
     if recipe.server.engine.device == "cpu":
         return "no GPU: any x86-64 CPU (AVX2 or AVX512), picked where no GPU is visible"
     rig = recipe.rig
@@ -92,7 +94,10 @@ def pick(directory: Path, cards: list[Card], why: str | None = None) -> Pick:
         log.warning("recipe pick: %s does not load: %s", display_path(bad.path), bad.error)
     loaded = [(e.path, e.recipe) for e in entries if e.recipe is not None]
     if not cards:
-        cpu = [(p, r) for p, r in loaded if r.server.engine.device == "cpu"]
+        # one host's recipe: a recipe served across nodes is run only when named
+        cpu = [
+            (p, r) for p, r in loaded if r.server.engine.device == "cpu" and r.server.nodes is None
+        ]
         if cpu:
             return Pick(cpu[0][0], f"no NVIDIA GPU visible ({why or 'none found'}): the CPU recipe")
     else:

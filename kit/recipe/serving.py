@@ -70,7 +70,45 @@ class Rig(RecipeModel):
     )
 
 
+class Nodes(RecipeModel):
+    """One model served across hosts with vLLM's own multi-node launcher: the head (node 0)
+    runs the API server, every other node a headless worker (``vllm serve --nnodes N
+    --node-rank R --master-addr HEAD [--headless]``, the multiprocessing executor)."""
+
+    count: int = Field(
+        ge=2,
+        le=64,
+        description="Nodes (hosts, or containers in the compose stack); the world size "
+        "(tensor x pipeline parallel) is split evenly among them.",
+    )
+    addresses: list[str] | None = Field(
+        None,
+        description="Native runs: each node's address, by node rank; the first is the head, "
+        "which the others reach (vLLM's --master-addr). kit starts the nodes whose address is "
+        "this host's (a loopback address, its name or one of its addresses) and waits for the "
+        "others, started there with `kit serve RECIPE --node-rank R`. None: every node on this "
+        "host. The compose stack ignores it (its nodes are containers on one network).",
+    )
+    master_port: int | None = Field(
+        None,
+        ge=1024,
+        le=65535,
+        description="The head's rendezvous port (vLLM's --master-port); None: a free port on "
+        "this host natively, 29500 in the compose stack.",
+    )
+
+    @model_validator(mode="after")
+    def _one_address_per_node(self) -> Nodes:
+        if self.addresses is not None and len(self.addresses) != self.count:
+            raise ValueError(
+                f"addresses names {len(self.addresses)} node(s), count is {self.count}: give "
+                "one address per node, the head first"
+            )
+        return self
+
+
 class Server(RecipeModel):
+    late_fields = frozenset({"pipeline_parallel_size", "nodes"})
     engine: Engine = Field(description="Engine distribution and version.")
     patches: str | None = Field(
         None,
@@ -79,6 +117,12 @@ class Server(RecipeModel):
         "plain name (none: unpatched).",
     )
     tensor_parallel_size: int = Field(1, gt=0, description="GPUs per model replica.")
+    pipeline_parallel_size: int = Field(
+        1, gt=0, description="Pipeline stages (vLLM's --pipeline-parallel-size)."
+    )
+    nodes: Nodes | None = Field(
+        None, description="Serve across hosts with vLLM's multi-node launcher (None: one host)."
+    )
     max_model_len: int = Field(4096, gt=0, description="Context length served.")
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="Share of VRAM to use.")
     kv_cache_dtype: CacheDType = Field("auto", description="KV cache dtype, as vLLM takes it.")
@@ -92,6 +136,22 @@ class Server(RecipeModel):
         description="Environment for the server (numbers are taken as their text: KEY: 1).",
     )
     health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
+
+    @property
+    def world_size(self) -> int:
+        """Engine processes serving one replica: tensor x pipeline parallel."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @model_validator(mode="after")
+    def _nodes_split_the_world(self) -> Server:
+        if self.nodes is not None and self.world_size % self.nodes.count:
+            raise ValueError(
+                f"nodes.count {self.nodes.count} does not divide the world size "
+                f"{self.world_size} (tensor_parallel_size {self.tensor_parallel_size} x "
+                f"pipeline_parallel_size {self.pipeline_parallel_size}): vLLM gives every node "
+                "as many engine processes"
+            )
+        return self
 
     @field_validator("patches", mode="before")
     @classmethod

@@ -20,23 +20,26 @@ from typing import TYPE_CHECKING, Literal
 from kit import __version__
 from kit.bench import BenchResult
 from kit.enginelog import read_engine_choices
-from kit.errors import KitError
+from kit.errors import KitError, Terminated
+from kit.nodes import NodeProcess, read_transport, shown_address
 from kit.paths import display_path
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
 from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
 from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
-from kit.report.schema import EngineInfo, Report, ServerInfo
+from kit.report.schema import EngineInfo, NodeInfo, Report, ServerInfo
 from kit.report.validity import Validity, verdict
 from kit.roofline import Roofline
 from kit.vllm_bench import VllmBench
 
 if TYPE_CHECKING:
+    from kit.bench.load import Planned
     from kit.build import Built
     from kit.engine import EngineEnv
     from kit.serve import RunningServer
 
 INTERRUPTED = "interrupted by the user"
+TERMINATED = "stopped by SIGTERM (a time limit, a service manager or kill)"
 
 
 def new_run_id() -> str:
@@ -109,6 +112,8 @@ class Evidence:
     server: ServerInfo | None = None
     roofline: Roofline | None = None
     vllm_bench: VllmBench | None = None
+    # a load run's requests as kit drew them (kit.bench.Bencher.plan), for vLLM's side
+    load_plan: list[Planned] | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -191,6 +196,20 @@ def server_info(server: RunningServer, runtime: Literal["native", "compose"]) ->
         boot_s=server.boot_s,
         log_file=server.log_path.name,
         engine_choices=read_engine_choices(server.log_path),
+        nodes=[node_info(n) for n in server.nodes] or None,
+    )
+
+
+def node_info(node: NodeProcess) -> NodeInfo:
+    """A node of a native multi-node server: the head and the nodes kit started here carry
+    their log and the transport read from it; one started elsewhere, its rank and address."""
+    return NodeInfo(
+        rank=node.rank,
+        role="worker" if node.rank else "head",
+        address=shown_address(node.address),
+        started_by="elsewhere" if node.log_path is None else "kit",
+        log_file=node.log_path.name if node.log_path else None,
+        transport=read_transport(node.log_path) if node.log_path else None,
     )
 
 
@@ -229,6 +248,8 @@ def failure_text(exc: BaseException) -> str:
     """What a report says about the failure that ended its run."""
     if isinstance(exc, KitError):
         return exc.message
+    if isinstance(exc, Terminated):
+        return TERMINATED
     if isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED
     return f"{type(exc).__name__}: {exc}"

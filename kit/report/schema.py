@@ -65,6 +65,36 @@ class EngineInfo(EngineFacts):
         return data
 
 
+class NodeInfo(KitModel):
+    """One node of a server spread over hosts with vLLM's multi-node launcher (kit.nodes)."""
+
+    rank: int = Field(ge=0, description="vLLM's node rank; 0 is the head.")
+    role: Literal["head", "worker"] = Field(
+        description="head: the API server and rank 0 of the world; worker: headless."
+    )
+    address: str = Field(
+        description="How the nodes reached it: an IP address as it is, a host name by its keyed "
+        "stand-in (as the host probe names hosts), or the compose service's container."
+    )
+    started_by: Literal["kit", "compose", "elsewhere"] = Field(
+        description="kit: a process of this run on this host; compose: a container of the "
+        "stack; elsewhere: `kit serve --node-rank` on its own host."
+    )
+    log_file: str | None = Field(
+        None, description="The node's log beside the report (None: not collected)."
+    )
+    transport: str | None = Field(
+        None,
+        description="The torch.distributed backend its processes joined the world with (gloo "
+        "on CPU, nccl on GPUs), read from its log; None when the log has no such line.",
+    )
+    host: HostProbe | None = Field(
+        None,
+        description="The node's own host probe; None where it is the report's host (a node "
+        "started by kit on this machine) or was not collected (started elsewhere).",
+    )
+
+
 class ServerInfo(KitModel):
     runtime: Literal["native", "compose", "external"] = Field(
         description="native: kit started it; compose: containers; external: kit bench --target."
@@ -78,6 +108,10 @@ class ServerInfo(KitModel):
         description="Kernels the engine chose (linear kernels, CPU W4A16 path and kernel build, "
         "attention backend), read from the server log; None in reports written before kit read "
         "them or when the log could not be read.",
+    )
+    nodes: list[NodeInfo] | None = Field(
+        None,
+        description="A server spread over nodes (server.nodes), the head first; None on one host.",
     )
 
 

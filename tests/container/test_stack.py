@@ -121,6 +121,64 @@ def test_reproduce_in_containers_writes_a_signed_report(
     assert project_containers("kit-cpu-tiny-small") == []
 
 
+TWO_NODES_RECIPE = """\
+extends: ../../recipes/cpu-tiny-2nodes.yaml
+name: cpu-tiny-2nodes-small
+bench:
+  warmups: 1
+  runs: 1
+  prompts:
+    - name: narrative
+      text: Write a detailed 800-word essay explaining transformer attention.
+      max_tokens: 24
+  prefill: null
+"""
+
+
+def test_two_nodes_in_containers_serve_one_model(
+    cpu_image: image.ImageInfo,
+    keypair: KeyPair,
+    repo_root: Path,
+    run_kit: KitRun,
+    tmp_path: Path,
+    timings: dict[str, float],
+) -> None:
+    """recipes/cpu-tiny-2nodes.yaml in the stack: the server container is the head, one
+    server-worker container the headless node 1 (its rank from its replica number), pipeline
+    parallel 2 over the project network; the report carries both nodes' own host probes and
+    the transport each joined with."""
+    recipe = repo_root / "build" / "container-test" / "cpu-tiny-2nodes-small.yaml"
+    recipe.parent.mkdir(parents=True, exist_ok=True)
+    recipe.write_text(TWO_NODES_RECIPE)
+    t0 = time.monotonic()
+    proc = run_kit(
+        "reproduce", "--runtime", "compose", str(recipe.relative_to(repo_root)),
+        "-o", str(tmp_path), "--key", str(keypair.private_key),
+    )  # fmt: skip
+    timings["two_nodes_run_s"] = round(time.monotonic() - t0, 1)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    checklist = verify_report(path, load_public_key(keypair.public_key))
+    assert checklist.ok, checklist.render()
+    data = read_signed(path, keypair)
+    assert data["status"] == "complete", data.get("incomplete_reason")
+    nodes = data["server"]["nodes"]
+    assert [
+        (n["rank"], n["role"], n["address"], n["started_by"], n["transport"]) for n in nodes
+    ] == [
+        (0, "head", "server", "compose", "gloo"),
+        (1, "worker", "server-worker-1", "compose", "gloo"),
+    ]
+    # each node probed its own container: two probes, each with the CPU it ran on
+    assert all(n["host"] and n["host"]["cpu"] for n in nodes)
+    assert "--nnodes" in data["server"]["argv"]
+    records = data["bench"]["records"]
+    assert len(records) == 2 and all(r["completion_tokens"] == 24 for r in records)
+    worker_log = (path.parent / "server-worker.log").read_text()
+    assert "world_size=2 rank=1" in worker_log and "backend=gloo" in worker_log
+    assert project_containers("kit-cpu-tiny-2nodes-small") == []
+
+
 def test_make_up_bench_down(
     cpu_image: image.ImageInfo,
     small_recipe: Path,

@@ -40,7 +40,9 @@ def test_compose_config_for_every_recipe(
     assert "variable is not set" not in stderr, stderr
     assert "Defaulting to a blank string" not in stderr, stderr
     services = data["services"]
-    assert sorted(services) == ["bench", "prepare", "server"]
+    assert sorted(services) == ["bench", "prepare", "server", "server-worker"]
+    nodes = loaded.recipe.server.nodes
+    assert services["server-worker"]["deploy"]["replicas"] == (nodes.count - 1 if nodes else 0)
     assert data["name"] == compose.project_name(loaded.recipe)
     tag = image.plan(loaded, allow_unpinned=True).tag
     assert {s["image"] for s in services.values()} == {tag}

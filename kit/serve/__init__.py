@@ -1,0 +1,36 @@
+"""Serve stage: start the recipe's vLLM OpenAI server, wait until healthy, always tear down.
+
+The native runtime runs the engine as a child process group of kit; the compose runtime (a
+later stage) implements the same :class:`Runtime` seam with containers.
+"""
+
+from kit.serve.args import server_args, speculative_config
+from kit.serve.native import NativeRuntime
+from kit.serve.server import (
+    LOG_TAIL_LINES,
+    RunningServer,
+    Runtime,
+    check_port,
+    free_port,
+    install_sigterm_handler,
+    log_tail,
+    served_model,
+    terminate,
+    wait_healthy,
+)
+
+__all__ = [
+    "LOG_TAIL_LINES",
+    "NativeRuntime",
+    "RunningServer",
+    "Runtime",
+    "check_port",
+    "free_port",
+    "install_sigterm_handler",
+    "log_tail",
+    "served_model",
+    "server_args",
+    "speculative_config",
+    "terminate",
+    "wait_healthy",
+]
