@@ -80,6 +80,7 @@ def measure(
         if host_load:
             bencher.hooks.append(load.mark)
         result = bencher.run()
+    ev.load_plan = bencher.plan
     ev.sampling = sampler.sampling
     ev.host_load = load.host_load if host_load else None
     return result
@@ -135,6 +136,7 @@ def after_bench(
                 kit_result=result,
                 out_dir=out_dir,
                 recipe_dir=loaded.path.parent,
+                planned=ev.load_plan,
             )
         except (KitError, OSError, ValueError) as exc:
             ev.notes.append(f"vllm bench serve failed: {exc}")

@@ -123,6 +123,8 @@ class Bencher:
         self.client = httpx.Client(timeout=timeout)
         self.hooks: list[Callable[[str], None]] = []  # phase marks for samplers
         self.soft_failures: list[str] = []  # measurements that failed without ending the bench
+        # a load run's requests as drawn (load_plan), for vLLM's side to send the same ones
+        self.plan: list[Planned] | None = None
 
     def _mark(self, label: str) -> None:
         for hook in self.hooks:
@@ -255,7 +257,7 @@ class Bencher:
         load = self.bench.load
         assert load is not None
         steps = levels(self.bench)
-        planned = self.load_plan()
+        planned = self.plan = self.load_plan()
         for n, level in enumerate(steps):
             label = point_label(load, level)
             salt, t0 = secrets.token_hex(4), time.perf_counter()

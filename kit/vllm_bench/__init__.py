@@ -40,6 +40,7 @@ from pydantic import (
 )
 
 from kit.bench import BenchResult
+from kit.bench.load import Planned
 from kit.recipe import Bench, VllmBenchSettings
 from kit.vllm_bench.points import VllmBenchPoint, invoke, run_points
 from kit.vllm_bench.prompts import (
@@ -113,9 +114,11 @@ def run_vllm_bench(
     kit_result: BenchResult | None,
     out_dir: Path,
     recipe_dir: Path | None = None,
+    planned: list[Planned] | None = None,
 ) -> VllmBench:
-    """Run `vllm bench serve` once per prompt, or per load point on kit's own requests (a file
-    dataset's path relative to ``recipe_dir``), and compare with kit's result."""
+    """Run `vllm bench serve` once per prompt, or per load point on kit's own requests (as kit
+    drew them, ``planned``; else drawn again the same way, a file dataset's path relative to
+    ``recipe_dir``), and compare with kit's result."""
     runs = settings.runs or bench.runs
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -123,13 +126,14 @@ def run_vllm_bench(
         env["PYTHONPATH"] = pythonpath
     env.setdefault("PYTHONUNBUFFERED", "1")
     if bench.load is not None:
-        from kit.bench import Bencher
+        if planned is None:
+            from kit.bench import Bencher
 
-        drawer = Bencher(url, bench, model, recipe_dir=recipe_dir)
-        try:
-            planned = drawer.load_plan()
-        finally:
-            drawer.client.close()
+            drawer = Bencher(url, bench, model, recipe_dir=recipe_dir)
+            try:
+                planned = drawer.load_plan()
+            finally:
+                drawer.client.close()
         points, notes = run_points(
             python=python,
             env=env,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kit.report.compare import Comparison, MetricDelta
 from kit.report.describe import engine_text, model_text, rig, spec_text
-from kit.report.html.page import _table, verification
+from kit.report.html.page import html_table, verification
 from kit.report.html.table import head
 from kit.report.schema import Report
 from kit.signing import SignatureCheck
@@ -127,7 +127,7 @@ def compare_page(comparison: Comparison, sides: Sequence[Side]) -> str:
     if comparison.verdict is not None:
         v = comparison.verdict
         cls = "ok" if v.verdict == "REPRODUCED" else "bad"
-        figures = _table(
+        figures = html_table(
             ("figure", "A", "B", "delta %", "band %", "from", ""),
             (
                 (

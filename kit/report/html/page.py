@@ -45,7 +45,7 @@ def _e(value: object) -> str:
     return escape(str(value)) if value is not None else "-"
 
 
-def _table(
+def html_table(
     head: Iterable[str], rows: Iterable[Iterable[object]], numeric: Collection[int] = ()
 ) -> str:
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
@@ -136,18 +136,18 @@ def rig_section(report: Report) -> str | None:
             )
         )
     gpus = (
-        _table(("GPU", "model", "memory", "power limit", "PCIe", "NVLink"), rows)
+        html_table(("GPU", "model", "memory", "power limit", "PCIe", "NVLink"), rows)
         if rows
         else f"<p>No GPU: {_e(host.nvml_error or 'none found')}</p>"
     )
     p2p = ""
     if host.p2p:
-        p2p = "<h3>P2P</h3>" + _table(
+        p2p = "<h3>P2P</h3>" + html_table(
             ("from", "to", "read", "write", "NVLink", "atomics"),
             ((x.gpu_a, x.gpu_b, x.read, x.write, x.nvlink, x.atomics) for x in host.p2p),
         )
     if host.topology:
-        p2p += "<h3>PCIe topology</h3>" + _table(
+        p2p += "<h3>PCIe topology</h3>" + html_table(
             ("GPU", "GPU", "common ancestor"),
             ((t.gpu_a, t.gpu_b, t.common_ancestor) for t in host.topology),
         )
@@ -184,7 +184,7 @@ def _stats_rows(report: Report) -> str:
             return "-"
         return f"{s.mean:,.2f}" + (f" ± {s.std:,.2f}" if s.std is not None else "")
 
-    return _table(
+    return html_table(
         ("prompt", "usable / measured", "decode tok/s", "CV %", "TTFT ms", "tokens"),
         (
             (
@@ -237,7 +237,9 @@ def prefill_extra(report: Report) -> str:
         )
         for p in b.prefill
     ]
-    return _table(("depth (tokens)", "status", "prefill tok/s", "TTFT ms", "reason"), rows, {2, 3})
+    return html_table(
+        ("depth (tokens)", "status", "prefill tok/s", "TTFT ms", "reason"), rows, {2, 3}
+    )
 
 
 def load_section(report: Report) -> str | None:
@@ -254,7 +256,7 @@ def load_section(report: Report) -> str | None:
     def f(v: float | None, d: int = 1) -> str:
         return "-" if v is None else f"{v:,.{d}f}"
 
-    table = _table(
+    table = html_table(
         (
             "point",
             "done",
@@ -319,7 +321,7 @@ def provenance_section(report: Report, check: SignatureCheck) -> str:
             rows.append(("engine image", f"{report.engine.image} {report.engine.image_id or ''}"))
     body = _pairs(rows)
     if report.patches is not None:
-        body += f"<h3>Patches: {escape(report.patches.series)}</h3>" + _table(
+        body += f"<h3>Patches: {escape(report.patches.series)}</h3>" + html_table(
             ("file", "title", "state", "sha256"),
             ((p.file, p.title, p.state, p.sha256) for p in report.patches.patches),
         )
