@@ -60,13 +60,17 @@ def test_compose_config_for_every_recipe(
     env = services["bench"]["environment"]
     assert env["KIT_RECIPE"] == f"/kit/recipes/{every_recipe.name}"
     if loaded.recipe.server.engine.device == "cuda":
-        for name in ("prepare", "server"):
+        # each engine container gets its node's share of the world (all of it on one node)
+        per_node = loaded.recipe.server.world_size // (nodes.count if nodes else 1)
+        for name in ("prepare", "server", "server-worker"):
             device = services[name]["deploy"]["resources"]["reservations"]["devices"][0]
             assert device["driver"] == "nvidia"
-            assert device["count"] == loaded.recipe.server.tensor_parallel_size
+            assert device["count"] == per_node
         assert server["ipc"] == "host"
     else:
-        assert all("deploy" not in s for s in services.values())
+        # no GPU reservation anywhere: server-worker's deploy holds only its replicas
+        reservations = [s.get("deploy", {}).get("resources", {}) for s in services.values()]
+        assert all(not r.get("reservations") for r in reservations)
         assert server["ipc"] == "private"
 
 
