@@ -3,7 +3,9 @@
 # wheels, the offline vLLM 0.26.0 bundle, the build and the reproduce runs. Run from the
 # repository root; every stage is resumable from kit's caches in $KIT_HOME while the host lives.
 #
-#   scripts/gpu-run.sh kit-wheels              # .whl/*.whl -> $SITE (pydantic, auto-round, ...)
+#   scripts/gpu-run.sh kit-wheels [DIR]        # DIR/*.whl (.whl) -> $SITE (rfc8785, cryptography,
+#                                      jsonschema, ...); a recipe that quantizes also needs
+#                                      auto-round, datasets and multiprocess (one more DIR)
 #   scripts/gpu-run.sh stage DIR               # copy DIR/{parts,whl,install.sh,*.sha256} -> $STAGE
 #   scripts/gpu-run.sh install-vllm            # $STAGE -> $SITE (needs every part staged)
 #   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
