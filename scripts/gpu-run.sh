@@ -8,6 +8,8 @@
 #                                      auto-round, datasets and multiprocess (one more DIR)
 #   scripts/gpu-run.sh stage DIR               # copy DIR/{parts,whl,install.sh,*.sha256} -> $STAGE
 #   scripts/gpu-run.sh install-vllm            # $STAGE -> $SITE (needs every part staged)
+#   scripts/gpu-run.sh patch SERIES            # apply an engine patch series to $SITE (an external
+#                                      engine is verified before launch, never patched by kit)
 #   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
 #   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS]   # report.json, extras.tar.gz -> $OUT/TAG
 #                                      (RECIPE may be a report.json; KIT_EXTRA: more kit options)
@@ -18,6 +20,9 @@
 #   scripts/gpu-run.sh detach JOB 'STAGE ARGS' ['STAGE ARGS' ...]   # the stages one after
 #                                      another in their own session, outliving this call while
 #                                      the host stays warm; output in $JOBS/JOB (log, out/)
+#   scripts/gpu-run.sh gate TAG                # in a detached job: stop the job unless $OUT/TAG has a
+#                                      complete report (so a failed check saves the device time
+#                                      of the stages after it)
 #   scripts/gpu-run.sh wait JOB SECONDS     # follow JOB up to SECONDS, then copy what it has
 #                                      written so far to $OUT (a tarball per stage tag)
 #
@@ -58,6 +63,16 @@ case "${1:?stage}" in
   install-vllm)
     bash "$STAGE/install.sh" "$STAGE/parts" "$STAGE/whl" "$SITE" &&
       python3 -c 'import vllm, torch; print("vllm", vllm.__version__, "torch", torch.__version__, torch.cuda.device_count(), "GPUs")'
+    ;;
+  patch)
+    kit patches apply "${2:?patch SERIES}" --site-packages "$SITE" &&
+      kit patches verify "$2" --site-packages "$SITE"
+    ;;
+  gate)
+    TAG=${2:?gate TAG}
+    python3 -c 'import base64, json, sys
+d = json.load(open(sys.argv[1])); d = json.loads(base64.b64decode(d["payload"])) if "payload" in d else d
+print("gate:", d.get("status")); sys.exit(d.get("status") != "complete")' "$OUT/$TAG/report.json"
     ;;
   build)
     kit build "${2:?build RECIPE}"
@@ -117,6 +132,7 @@ case "${1:?stage}" in
     OUT="$JOBS/$JOB/out" setsid bash -c '
       for st in "$@"; do
         echo "=== $(date -u +%T) $st"; eval "\"$0\" $st"; rc=$?; echo "=== $(date -u +%T) $st: exit $rc"
+        [ $rc -ne 0 ] && [ "${st%% *}" = gate ] && { echo "=== gate closed: the stages after it skipped"; break; }
       done; echo "=== job done"' "$0" "$@" > "$JOBS/$JOB/log" 2>&1 < /dev/null &
     echo "detached $JOB (pid $!)"
     ;;
