@@ -23,11 +23,14 @@
 #   scripts/gpu-run.sh gate TAG                # in a detached job: stop the job unless $OUT/TAG has a
 #                                      complete report (so a failed check saves the device time
 #                                      of the stages after it)
-#   scripts/gpu-run.sh wait JOB SECONDS     # follow JOB up to SECONDS, then copy what it has
-#                                      written so far to $OUT (a tarball per stage tag)
+#   scripts/gpu-run.sh wait JOB SECONDS     # follow JOB up to SECONDS, copying what it has
+#                                      written to $OUT every 15 s (a tarball per stage tag)
 #
 # A device call ends at 10 minutes, but a host stays warm while calls follow each other: a
-# detached job runs across calls, and each `wait` call brings back what is finished.
+# detached job runs across calls, and each `wait` call brings back what is finished. The host
+# goes back 30 s after a call: queue the detach call and its wait calls together, back to back,
+# not one after reading the last (a long call's reply came too late to follow twice, and the
+# job went with the host).
 #
 # Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
 # KIT_SIGNING_KEY_FILE (.gpu/keys/example.key), JOBS (/root/jobs).
@@ -140,13 +143,20 @@ print("gate:", d.get("status")); sys.exit(d.get("status") != "complete")' "$OUT/
     JOB=${2:?wait JOB SECONDS}; LIMIT=${3:?wait JOB SECONDS}; t0=$(date +%s)
     # a host given back between calls comes back bare: say so at once, not after LIMIT
     [ -f "$JOBS/$JOB/log" ] || { echo "no job $JOB on this host (a fresh one?)" >&2; exit 3; }
+    mkdir -p "$OUT"
+    # copy every 15 s, not only at the end: a call cut short (its device time spent) still
+    # brings back what lies under $OUT
+    snap() {
+      cp "$JOBS/$JOB/log" "$OUT/$JOB.log"
+      for d in "$JOBS/$JOB"/out/*/; do
+        [ -d "$d" ] && tar -C "$d" -czf "$OUT/.$(basename "$d").tar.gz" . && mv -f "$OUT/.$(basename "$d").tar.gz" "$OUT/$(basename "$d").tar.gz"
+      done
+    }
+    n=0
     until grep -q '^=== job done' "$JOBS/$JOB/log" 2>/dev/null || [ $(( $(date +%s) - t0 )) -ge "$LIMIT" ]; do
-      sleep 5
+      sleep 5; n=$((n + 1)); [ $((n % 3)) -eq 0 ] && snap
     done
-    mkdir -p "$OUT"; cp "$JOBS/$JOB/log" "$OUT/$JOB.log"
-    for d in "$JOBS/$JOB"/out/*/; do
-      [ -d "$d" ] && tar -C "$d" -czf "$OUT/$(basename "$d").tar.gz" .
-    done
+    snap
     grep '^===' "$JOBS/$JOB/log"; tail -5 "$JOBS/$JOB/log"
     ;;
   *)

@@ -1,0 +1,52 @@
+"""The DFlash2 backport's H200 runs (bench/results/h200-dflash2-2026-12-02/, issue 18): both
+reports verify against the committed key and hold what the deterministic case predicts.
+
+token0: a zero-norm target that always emits token 0 and a draft whose every position has token
+0 as its strict top-1, so vLLM's own counters must show every drafted token accepted, at each of
+the 7 positions. int4-dflash2: random weights, so next to nothing is accepted, but the DFlash2
+speculator drafted on every step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kit.report.files import read_report
+from kit.report.verify import verify_report
+from kit.signing import load_public_key
+
+ROOT = Path(__file__).parents[3]
+RUNS = ROOT / "bench" / "results" / "h200-dflash2-2026-12-02"
+KEY = ROOT / "examples" / "keys" / "h200-2026-12-02-dflash2.pub"
+
+
+@pytest.mark.parametrize("name", ["token0", "int4-dflash2"])
+def test_dflash2_report_verifies_item_by_item(name: str) -> None:
+    result = verify_report(RUNS / f"{name}.report.json", load_public_key(KEY))
+    assert result.ok and all(item.ok for item in result.items), result.failed
+    report, check = read_report(RUNS / f"{name}.report.json", load_public_key(KEY))
+    assert check.valid and report.status == "complete"
+    assert report.engine is not None
+    assert report.engine.patch_series == "vllm-0.26.0" and report.engine.version == "0.26.0"
+    assert report.draft is not None and report.draft.architecture == "DFlash2DraftModel"
+
+
+def test_token0_accepts_every_drafted_token_at_every_position() -> None:
+    report, _ = read_report(RUNS / "token0.report.json", load_public_key(KEY))
+    assert report.bench is not None
+    sd = report.bench.spec_decode
+    assert sd is not None and sd.drafts > 0
+    assert sd.draft_tokens == 7 * sd.drafts and sd.accepted_tokens == sd.draft_tokens
+    assert (sd.acceptance_length, sd.accepted_per_draft, sd.acceptance_rate) == (8, 7, 1)
+    assert sd.per_position_accepted == [sd.drafts] * 7
+    assert sd.per_position_rate == [1] * 7
+
+
+def test_random_int4_dflash2_drafts_on_every_step_and_accepts_almost_nothing() -> None:
+    report, _ = read_report(RUNS / "int4-dflash2.report.json", load_public_key(KEY))
+    assert report.bench is not None
+    sd = report.bench.spec_decode
+    assert sd is not None and sd.draft_tokens == 7 * sd.drafts > 0
+    assert sd.acceptance_rate is not None and sd.acceptance_rate < 0.01
+    assert report.recipe_overrides == ["bench.prefill=null"]
