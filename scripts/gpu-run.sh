@@ -73,9 +73,10 @@ case "${1:?stage}" in
     ;;
   gate)
     TAG=${2:?gate TAG}
-    python3 -c 'import base64, json, sys
-d = json.load(open(sys.argv[1])); d = json.loads(base64.b64decode(d["payload"])) if "payload" in d else d
-print("gate:", d.get("status")); sys.exit(d.get("status") != "complete")' "$OUT/$TAG/report.json"
+    # the signature was checked when kit wrote it; the gate only reads the status
+    python3 -c 'import sys; from pathlib import Path; from kit.signing import load_payload, open_envelope_file
+st = load_payload(open_envelope_file(Path(sys.argv[1])))["status"]; print("gate:", st); sys.exit(st != "complete")' \
+      "$OUT/$TAG/report.json"
     ;;
   build)
     kit build "${2:?build RECIPE}"

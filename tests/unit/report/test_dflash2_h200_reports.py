@@ -18,14 +18,14 @@ from kit.signing import load_public_key
 
 ROOT = Path(__file__).parents[3]
 RUNS = ROOT / "bench" / "results" / "h200-dflash2-2026-12-02"
-KEY = ROOT / "examples" / "keys" / "h200-2026-12-02-dflash2.pub"
+KEY = load_public_key(ROOT / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
 
 
 @pytest.mark.parametrize("name", ["token0", "int4-dflash2"])
 def test_dflash2_report_verifies_item_by_item(name: str) -> None:
-    result = verify_report(RUNS / f"{name}.report.json", load_public_key(KEY))
+    result = verify_report(RUNS / f"{name}.report.json", KEY)
     assert result.ok and all(item.ok for item in result.items), result.failed
-    report, check = read_report(RUNS / f"{name}.report.json", load_public_key(KEY))
+    report, check = read_report(RUNS / f"{name}.report.json", KEY)
     assert check.valid and report.status == "complete"
     assert report.engine is not None
     assert report.engine.patch_series == "vllm-0.26.0" and report.engine.version == "0.26.0"
@@ -33,7 +33,7 @@ def test_dflash2_report_verifies_item_by_item(name: str) -> None:
 
 
 def test_token0_accepts_every_drafted_token_at_every_position() -> None:
-    report, _ = read_report(RUNS / "token0.report.json", load_public_key(KEY))
+    report, _ = read_report(RUNS / "token0.report.json", KEY)
     assert report.bench is not None
     sd = report.bench.spec_decode
     assert sd is not None and sd.drafts > 0
@@ -44,7 +44,7 @@ def test_token0_accepts_every_drafted_token_at_every_position() -> None:
 
 
 def test_random_int4_dflash2_drafts_on_every_step_and_accepts_almost_nothing() -> None:
-    report, _ = read_report(RUNS / "int4-dflash2.report.json", load_public_key(KEY))
+    report, _ = read_report(RUNS / "int4-dflash2.report.json", KEY)
     assert report.bench is not None
     sd = report.bench.spec_decode
     assert sd is not None and sd.draft_tokens == 7 * sd.drafts > 0
