@@ -23,6 +23,9 @@
 #   scripts/gpu-run.sh gate TAG                # in a detached job: stop the job unless $OUT/TAG has a
 #                                      complete report (so a failed check saves the device time
 #                                      of the stages after it)
+#   scripts/gpu-run.sh await JOB               # in a detached job: block until another job is done
+#                                      (a build detached beside this one, on the host's CPUs,
+#                                      finishes before this job's server takes the GPU)
 #   scripts/gpu-run.sh wait JOB SECONDS     # follow JOB up to SECONDS, copying what it has
 #                                      written to $OUT every 15 s (a tarball per stage tag)
 #
@@ -139,6 +142,15 @@ st = load_payload(open_envelope_file(Path(sys.argv[1])))["status"]; print("gate:
         [ $rc -ne 0 ] && [ "${st%% *}" = gate ] && { echo "=== gate closed: the stages after it skipped"; break; }
       done; echo "=== job done"' "$0" "$@" > "$JOBS/$JOB/log" 2>&1 < /dev/null &
     echo "detached $JOB (pid $!)"
+    ;;
+  await)
+    JOB=${2:?await JOB}
+    [ -f "$JOBS/$JOB/log" ] || { echo "no job $JOB on this host" >&2; exit 3; }
+    until grep -q '^=== job done' "$JOBS/$JOB/log"; do sleep 2; done
+    # indented: a job's own log must not read "=== job done" before it is
+    grep '^===' "$JOBS/$JOB/log" | sed 's/^/  /'
+    # done is not ok: a stage of it that failed fails this one
+    ! grep -q '^=== .*: exit [1-9]' "$JOBS/$JOB/log"
     ;;
   wait)
     JOB=${2:?wait JOB SECONDS}; LIMIT=${3:?wait JOB SECONDS}; t0=$(date +%s)
