@@ -1,10 +1,11 @@
-"""The DFlash2 backport's H200 runs (bench/results/h200-dflash2-2026-12-02/, issue 18): both
+"""The DFlash2 backport's H200 runs (bench/results/h200-dflash2-2026-12-0{2,3}/, issue 18): the
 reports verify against the committed key and hold what the deterministic case predicts.
 
 token0: a zero-norm target that always emits token 0 and a draft whose every position has token
 0 as its strict top-1, so vLLM's own counters must show every drafted token accepted, at each of
 the 7 positions. int4-dflash2: random weights, so next to nothing is accepted, but the DFlash2
-speculator drafted on every step."""
+speculator drafted on every step. The second session ran the 8B recipe as committed: its 10K and
+90K-token prefill probe went through the DFlash2 path too."""
 
 from __future__ import annotations
 
@@ -18,14 +19,17 @@ from kit.signing import load_public_key
 
 ROOT = Path(__file__).parents[3]
 RUNS = ROOT / "bench" / "results" / "h200-dflash2-2026-12-02"
+FULL = ROOT / "bench" / "results" / "h200-dflash2-2026-12-03" / "int4-dflash2.report.json"
 KEY = load_public_key(ROOT / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
 
 
-@pytest.mark.parametrize("name", ["token0", "int4-dflash2"])
-def test_dflash2_report_verifies_item_by_item(name: str) -> None:
-    result = verify_report(RUNS / f"{name}.report.json", KEY)
+@pytest.mark.parametrize(
+    "path", [RUNS / "token0.report.json", RUNS / "int4-dflash2.report.json", FULL], ids=str
+)
+def test_dflash2_report_verifies_item_by_item(path: Path) -> None:
+    result = verify_report(path, KEY)
     assert result.ok and all(item.ok for item in result.items), result.failed
-    report, check = read_report(RUNS / f"{name}.report.json", KEY)
+    report, check = read_report(path, KEY)
     assert check.valid and report.status == "complete"
     assert report.engine is not None
     assert report.engine.patch_series == "vllm-0.26.0" and report.engine.version == "0.26.0"
@@ -43,10 +47,28 @@ def test_token0_accepts_every_drafted_token_at_every_position() -> None:
     assert sd.per_position_rate == [1] * 7
 
 
-def test_random_int4_dflash2_drafts_on_every_step_and_accepts_almost_nothing() -> None:
-    report, _ = read_report(RUNS / "int4-dflash2.report.json", KEY)
+@pytest.mark.parametrize(
+    ("path", "overrides"),
+    [(RUNS / "int4-dflash2.report.json", ["bench.prefill=null"]), (FULL, [])],
+    ids=["2026-12-02", "2026-12-03"],
+)
+def test_random_int4_dflash2_drafts_on_every_step_and_accepts_almost_nothing(
+    path: Path, overrides: list[str]
+) -> None:
+    report, _ = read_report(path, KEY)
     assert report.bench is not None
     sd = report.bench.spec_decode
     assert sd is not None and sd.draft_tokens == 7 * sd.drafts > 0
     assert sd.acceptance_rate is not None and sd.acceptance_rate < 0.01
-    assert report.recipe_overrides == ["bench.prefill=null"]
+    assert report.recipe_overrides == overrides
+
+
+def test_full_run_served_the_long_prefills_through_dflash2() -> None:
+    report, _ = read_report(FULL, KEY)
+    assert report.bench is not None
+    assert [p.depth for p in report.bench.prefill] == [10000, 90000]
+    for probe in report.bench.prefill:
+        assert probe.status == "measured" and probe.ttft_ms is not None
+        assert probe.ttft_ms.n == 3 and probe.prompt_tokens.min >= probe.depth
+    long = [r for r in report.bench.records if r.prompt == "prefill-90000"]
+    assert len(long) == 4 and all(r.error is None for r in long)
