@@ -1,0 +1,75 @@
+"""The concurrency sweep's complete H200 run (bench/results/h200-llama8b-bf16-sweep-2026-12-03/,
+issue 14): it verifies item by item against the committed key; kit's seven points and vLLM's
+bench serve at the same seven all completed every request; vLLM's saved results are the ones
+the report compared with; the throughputs agree within kit's 2 %; and bench/sweep-noise.py
+gives back the committed noise.json from the report."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from kit.report.files import read_report
+from kit.report.verify import verify_report
+from kit.signing import load_public_key
+from kit.vllm_bench.points import TOLERANCE_PCT, compare_point
+
+ROOT = Path(__file__).parents[3]
+RUN = ROOT / "bench" / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
+KEY = load_public_key(ROOT / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
+LEVELS = [1, 2, 4, 8, 16, 32, 64]
+
+
+@pytest.fixture(scope="module")
+def report():  # type: ignore[no-untyped-def]
+    rep, check = read_report(RUN / "report.json", KEY)
+    assert check.valid
+    return rep
+
+
+def test_sweep_report_verifies_item_by_item() -> None:
+    result = verify_report(RUN / "report.json", KEY)
+    assert result.ok and all(item.ok for item in result.items), result.failed
+
+
+def test_every_point_complete_on_both_sides(report) -> None:  # type: ignore[no-untyped-def]
+    assert report.status == "complete" and report.recipe_overrides == []
+    assert report.engine.version == "0.26.0" and report.engine.patch_series is None
+    points = report.bench.load_points
+    assert [p.level for p in points] == LEVELS
+    assert all(p.completed == p.requests == 20 * p.level for p in points)
+    vb = report.vllm_bench
+    assert [p.label for p in vb.points] == [p.label for p in points]
+    assert all(p.error is None and p.failed == 0 for p in vb.points)
+    assert [p.completed for p in vb.points] == [20 * n for n in LEVELS]
+
+
+def test_saved_vllm_results_are_the_ones_compared(report) -> None:  # type: ignore[no-untyped-def]
+    for point, vp in zip(report.bench.load_points, report.vllm_bench.points, strict=True):
+        saved = json.loads((RUN / f"vllm-bench-{point.label}.json").read_text())
+        figures, agree = compare_point(point, saved)
+        assert [f.model_dump() for f in figures] == [f.model_dump() for f in vp.figures]
+        assert agree == vp.agree
+
+
+def test_throughput_agrees_with_vllm_at_every_point(report) -> None:  # type: ignore[no-untyped-def]
+    for vp in report.vllm_bench.points:
+        (tps,) = [f for f in vp.figures if f.figure == "output tok/s"]
+        assert abs(tps.delta_pct) <= TOLERANCE_PCT, vp.label
+
+
+def _noise_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("sweep_noise", ROOT / "bench" / "sweep-noise.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_noise_json_is_what_the_script_gives(report) -> None:  # type: ignore[no-untyped-def]
+    committed = json.loads((RUN / "noise.json").read_text())
+    assert _noise_script().points(report, committed["seed"]) == committed["points"]
