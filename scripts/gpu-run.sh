@@ -35,6 +35,11 @@
 # not one after reading the last (a long call's reply came too late to follow twice, and the
 # job went with the host).
 #
+# A call carries at most 64 MiB with the checkout (17 MB tracked since the 2026-12-03 results):
+# split the vLLM bundle's tarball in three parts of about 26 MB (install.sh joins parts/* in
+# name order) and stage them over three calls: part-00 with .whl, part-01 alone, part-02 with
+# whl/, install.sh, the .sha256 and .gpu/keys; then detach.
+#
 # Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
 # KIT_SIGNING_KEY_FILE (.gpu/keys/example.key), JOBS (/root/jobs).
 set -uo pipefail
