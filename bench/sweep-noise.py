@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kit.bench.load.summary import _tpot_s
+from kit.bench.load.summary import _tpot_s, completed
 from kit.report.files import read_report
 from kit.report.schema import Report
 from kit.signing.keys import load_public_key
@@ -61,13 +61,10 @@ def points(report: Report, seed: int) -> list[dict[str, object]]:
     if report.vllm_bench is not None:
         for vp in report.vllm_bench.points:
             vllm[vp.label] = {f.figure: f.vllm for f in vp.figures if f.vllm is not None}
+    in_send_order = sorted(report.bench.records, key=lambda r: r.sent_s or 0.0)
     out = []
     for p in report.bench.load_points:
-        done = [
-            r
-            for r in sorted(report.bench.records, key=lambda r: r.sent_s or 0.0)
-            if r.prompt == p.label and r.phase == "load" and r.error is None
-        ]
+        done = completed(in_send_order, p.label)
         ttft = [r.first_chunk_s * 1000 for r in done if r.first_chunk_s is not None]
         tpot = [t * 1000 for r in done if (t := _tpot_s(r)) is not None]
         theirs = vllm.get(p.label, {})

@@ -107,13 +107,23 @@ def meets(r: RequestRecord, slo: Slo | None) -> bool:
     return all(limit is None or (v is not None and v * 1000 <= limit) for limit, v in checks)
 
 
+def completed(records: list[RequestRecord], label: str) -> list[RequestRecord]:
+    """A point's measured requests that ended without error, in the order given: the ones its
+    figures are computed from."""
+    return [
+        r
+        for r in records
+        if r.prompt == label and r.phase == "load" and r.error is None and r.wall_s is not None
+    ]
+
+
 def summarize_point(
     label: str, pattern: str, level: float, records: list[RequestRecord], slo: Slo | None
 ) -> LoadPoint:
     """A point's figures from its measured records (spec decode, server and client CPU
     aside: they come from counters, not records)."""
     measured = [r for r in records if r.prompt == label and r.phase == "load"]
-    done = [r for r in measured if r.error is None and r.wall_s is not None]
+    done = completed(measured, label)
     timed = [r for r in measured if r.sent_s is not None]
     duration = None
     if timed and done:

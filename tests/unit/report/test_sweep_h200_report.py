@@ -14,6 +14,7 @@ from types import ModuleType
 import pytest
 
 from kit.report.files import read_report
+from kit.report.schema import Report
 from kit.report.verify import verify_report
 from kit.signing import load_public_key
 from kit.vllm_bench.points import TOLERANCE_PCT, compare_point
@@ -25,9 +26,9 @@ LEVELS = [1, 2, 4, 8, 16, 32, 64]
 
 
 @pytest.fixture(scope="module")
-def report():  # type: ignore[no-untyped-def]
+def report() -> Report:
     rep, check = read_report(RUN / "report.json", KEY)
-    assert check.valid
+    assert check.valid and rep.bench is not None and rep.vllm_bench is not None
     return rep
 
 
@@ -36,7 +37,7 @@ def test_sweep_report_verifies_item_by_item() -> None:
     assert result.ok and all(item.ok for item in result.items), result.failed
 
 
-def test_every_point_complete_on_both_sides(report) -> None:  # type: ignore[no-untyped-def]
+def test_every_point_complete_on_both_sides(report: Report) -> None:
     assert report.status == "complete" and report.recipe_overrides == []
     assert report.engine.version == "0.26.0" and report.engine.patch_series is None
     points = report.bench.load_points
@@ -48,7 +49,7 @@ def test_every_point_complete_on_both_sides(report) -> None:  # type: ignore[no-
     assert [p.completed for p in vb.points] == [20 * n for n in LEVELS]
 
 
-def test_saved_vllm_results_are_the_ones_compared(report) -> None:  # type: ignore[no-untyped-def]
+def test_saved_vllm_results_are_the_ones_compared(report: Report) -> None:
     for point, vp in zip(report.bench.load_points, report.vllm_bench.points, strict=True):
         saved = json.loads((RUN / f"vllm-bench-{point.label}.json").read_text())
         figures, agree = compare_point(point, saved)
@@ -56,7 +57,7 @@ def test_saved_vllm_results_are_the_ones_compared(report) -> None:  # type: igno
         assert agree == vp.agree
 
 
-def test_throughput_agrees_with_vllm_at_every_point(report) -> None:  # type: ignore[no-untyped-def]
+def test_throughput_agrees_with_vllm_at_every_point(report: Report) -> None:
     for vp in report.vllm_bench.points:
         (tps,) = [f for f in vp.figures if f.figure == "output tok/s"]
         assert abs(tps.delta_pct) <= TOLERANCE_PCT, vp.label
@@ -70,6 +71,6 @@ def _noise_script() -> ModuleType:
     return module
 
 
-def test_noise_json_is_what_the_script_gives(report) -> None:  # type: ignore[no-untyped-def]
+def test_noise_json_is_what_the_script_gives(report: Report) -> None:
     committed = json.loads((RUN / "noise.json").read_text())
     assert _noise_script().points(report, committed["seed"]) == committed["points"]
