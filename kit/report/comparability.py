@@ -159,7 +159,7 @@ def _kernel_diffs(a: Report, b: Report) -> list[str]:
     out = []
     for label, x, y in (
         ("linear kernels", ", ".join(ca.linear_kernels), ", ".join(cb.linear_kernels)),
-        ("w4a16 path", ca.w4a16_path, cb.w4a16_path),
+        ("INT4 path", ca.int4_path_label, cb.int4_path_label),
         ("CPU kernel build", ca.cpu_kernel_build, cb.cpu_kernel_build),
         ("attention backend", ca.attention_backend, cb.attention_backend),
     ):

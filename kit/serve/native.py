@@ -47,7 +47,7 @@ class NativeRuntime:
 
     def environ(self, recipe: Recipe) -> dict[str, str]:
         env = dict(os.environ)
-        env.update(recipe.server.env)
+        env.update(recipe.server.engine_env)
         if self.engine.pythonpath is not None:
             env["PYTHONPATH"] = self.engine.pythonpath
         else:
@@ -146,7 +146,7 @@ class NativeRuntime:
                 log_path=log_path,
                 boot_s=round(boot, 3),
                 process=proc,
-                env=dict(recipe.server.env),
+                env=recipe.server.engine_env,
                 nodes=nodes,
             )
         finally:

