@@ -10,6 +10,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # a verification or comparison failed
 EXIT_BAD_INPUT = 2  # a recipe, report or argument is wrong
 EXIT_ENVIRONMENT = 3  # the machine cannot do it: no GPU, server never healthy, engine died
+EXIT_DIFFERENT = 4  # a re-run or comparison: DIFFERENT (NOT COMPARABLE is EXIT_FAILED)
+EXIT_INCONCLUSIVE = 5  # a re-run or comparison: INCONCLUSIVE (an INVALID side, a band too wide)
 
 
 class KitError(Exception):

@@ -234,3 +234,36 @@ def server_window(before: Mapping[Sample, float], after: Mapping[Sample, float])
         decode_tps=(gen / dec_sum) if gen and dec_sum else None,
         mean_itl_ms=itl * 1000 if itl is not None else None,
     )
+
+
+class RequestWitness(KitModel):
+    """The server's own account of one request, from /metrics deltas around it alone (the
+    sequential protocol has one request in flight). vLLM times decode on the engine core's clock
+    (its first to last token) and TTFT in the API server, when it processed the first token."""
+
+    requests: float | None = Field(description="Finished requests in the window (1 to use it).")
+    generation_tokens: float | None = Field(description="Tokens generated in the window.")
+    ttft_s: float | None = Field(description="API server's time to first token (histogram sum).")
+    decode_s: float | None = Field(description="Engine's first-to-last-token time (sum).")
+    e2e_s: float | None = Field(description="API server's end-to-end latency (sum).")
+
+    @property
+    def single(self) -> bool:
+        """Whether the window held exactly this request (nothing else used the server)."""
+        return self.requests == 1
+
+
+def request_witness(
+    before: Mapping[Sample, float], after: Mapping[Sample, float]
+) -> RequestWitness | None:
+    """One request's server-side figures, or None when the server exports none of them."""
+    decode = metric_delta(before, after, "vllm:request_decode_time_seconds_sum")
+    if decode is None:
+        return None
+    return RequestWitness(
+        requests=metric_delta(before, after, "vllm:request_success_total"),
+        generation_tokens=metric_delta(before, after, "vllm:generation_tokens_total"),
+        ttft_s=metric_delta(before, after, "vllm:time_to_first_token_seconds_sum"),
+        decode_s=decode,
+        e2e_s=metric_delta(before, after, "vllm:e2e_request_latency_seconds_sum"),
+    )

@@ -49,6 +49,7 @@ from kit.metrics import (
     SpecDecode,
     add_spec,
     parse_prometheus,
+    request_witness,
     server_window,
     spec_decode_delta,
 )
@@ -125,6 +126,9 @@ class Bencher:
         self.soft_failures: list[str] = []  # measurements that failed without ending the bench
         # a load run's requests as drawn (load_plan), for vLLM's side to send the same ones
         self.plan: list[Planned] | None = None
+        # /metrics as last read inside a measured window: each measured request's witness is
+        # the delta from it (one request in flight), read after the request, outside its timing
+        self._window: dict[Sample, float] | None = None
 
     def _mark(self, label: str) -> None:
         for hook in self.hooks:
@@ -155,6 +159,12 @@ class Bencher:
             first_token_s=first_token_s,
             stall_s=self.bench.stall_timeout_s,
         )
+        if phase == "measured" and self._window:
+            after = self.scrape()
+            witness = request_witness(self._window, after) if after else None
+            if witness is not None:
+                rec = rec.model_copy(update={"server": witness})
+            self._window = after or None
         self.records.append(rec)
         if self.on_request:
             self.on_request(rec)
@@ -181,12 +191,13 @@ class Bencher:
                 body = request_body(self.bench, self.model, prompt.text, prompt.max_tokens)
                 for i in range(self.bench.warmups):
                     self._one(body, prompt.name, "warmup", i)
-                before = self.scrape()
+                before = self._window = self.scrape()
                 self._mark("measure_start")
                 try:
                     for i in range(self.bench.runs):
                         self._one(body, prompt.name, "measured", i)
                 finally:
+                    self._window = None
                     self._mark("measure_end")
                     after = self.scrape()
                     summary = summarize_prompt(prompt, self.records)

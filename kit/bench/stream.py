@@ -33,7 +33,7 @@ from pydantic import (
 
 from kit.base import KitModel
 from kit.bench.packed import COMPACT_TIMES, pack_times, unpack_times
-from kit.metrics import decode_tps, is_usable, wall_tps
+from kit.metrics import RequestWitness, decode_tps, is_usable, wall_tps
 from kit.recipe import Bench
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,11 @@ class RequestRecord(KitModel):
         "(where vLLM's benchmark stops its TTFT clock; ttft_s waits for text, so a first token "
         "whose text is empty, as a partial UTF-8 sequence, puts it one token later).",
     )
+    server: RequestWitness | None = Field(
+        None,
+        description="Sequential measured runs: the server's /metrics deltas around this "
+        "request alone, the second witness of its timing (absent where /metrics is not read).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -108,6 +113,8 @@ class RequestRecord(KitModel):
         data = handler(self)
         if data.get("first_chunk_s") is None:
             data.pop("first_chunk_s", None)
+        if data.get("server") is None:
+            data.pop("server", None)
         if data.get("sent_s") is None:
             data.pop("sent_s", None)  # sequential records are written as they always were
         elif "text_chunk_times_s" in data:  # a load record: its chunk times packed

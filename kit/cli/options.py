@@ -27,3 +27,26 @@ def sign_options(f: F) -> F:
         type=click.Path(dir_okay=False),
         help="Private key to sign with (default: $KIT_SIGNING_KEY, else kit's config dir).",
     )(f)
+
+
+def fail_on_option(f: F) -> F:
+    """``--fail-on``: which DIFFERENT verdict exits 4 (kit.report.verdict.verdict_exit)."""
+    return click.option(
+        "--fail-on",
+        type=click.Choice(["different", "worse", "never"]),
+        default="different",
+        show_default=True,
+        help="Which DIFFERENT verdict exits 4: any, only one with a worse (slower) or missing "
+        "figure, or none. NOT COMPARABLE exits 1 and INCONCLUSIVE 5 whatever it says.",
+    )(f)
+
+
+def exit_by_verdict(verdict: Any, fail_on: str) -> None:
+    """Exit with the verdict's code (0 REPRODUCED returns)."""
+    import sys
+
+    from kit.report.verdict import verdict_exit
+
+    code = verdict_exit(verdict, fail_on)  # type: ignore[arg-type]
+    if code:
+        sys.exit(code)

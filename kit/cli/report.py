@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kit.cli.options import exit_by_verdict, fail_on_option
 from kit.errors import EXIT_FAILED
 
 _PUB_HELP = "Public key (.pub) the report must be signed with; without it the signature is "
@@ -148,6 +149,7 @@ def report_show(
 @_allow_unsigned
 @_allow_untrusted
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@fail_on_option
 @click.option(
     "--html",
     "html_path",
@@ -163,12 +165,15 @@ def report_compare(
     allow_unsigned: bool,
     allow_untrusted: bool,
     as_json: bool,
+    fail_on: str,
     html_path: str | None,
 ) -> None:
     """Deltas per metric (B - A) with noise bands, after checking that the runs are
     comparable: model, quantization or protocol differences refuse (exit 1) unless --force;
     hardware, engine, serving or patch differences are warnings. Both signatures are checked
     as by `kit report verify`: exit 1 on an invalid, untrusted or unsigned one unless allowed.
+    With B, the exit code follows the verdict on B as a re-run of A: 0 REPRODUCED, 1 NOT
+    COMPARABLE, 4 DIFFERENT (see --fail-on), 5 INCONCLUSIVE.
 
     \b
     Examples:
@@ -210,6 +215,8 @@ def report_compare(
         click.echo(result.model_copy(update=labels).model_dump_json(indent=2))
     else:
         click.echo(comparison_text(result, frozenset(untrusted)))
+    if result.verdict is not None:
+        exit_by_verdict(result.verdict, fail_on)
 
 
 @report.command("html")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kit.cli.options import F, set_option, sign_options
+from kit.cli.options import F, exit_by_verdict, fail_on_option, set_option, sign_options
 from kit.errors import EXIT_ENVIRONMENT, ServerError
 from kit.recipe import load_recipe
 from kit.recipe.protocol import REFERENCE_PROTOCOL
@@ -257,6 +257,7 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | No
     help="REPORT.json: re-run an unsigned report (nothing then shows who wrote it or that it "
     "is unaltered).",
 )
+@fail_on_option
 def reproduce(
     path: str,
     overrides: tuple[str, ...],
@@ -270,6 +271,7 @@ def reproduce(
     report_key: str | None,
     allow_untrusted: bool,
     allow_unsigned: bool,
+    fail_on: str,
 ) -> None:
     """All stages: build, serve, bench, report (signed when a key is available). The
     recipe's lock file applies where there is one (`kit lock`); --resolve writes it first.
@@ -277,8 +279,9 @@ def reproduce(
     PATH may also be a shared report (REPORT.json): it is verified first (exit 1 on a bad
     signature or a tampered file), its embedded recipe is run with the pins it ran with (its
     patch series must be this checkout's), and the new report ends with the verdict on this run
-    against it: REPRODUCED, DIFFERENT (which figures, and the likely causes) or NOT
-    COMPARABLE. --set makes the run a variation.
+    against it: REPRODUCED (exit 0), DIFFERENT (which figures, which way, and the likely
+    causes; exit 4, see --fail-on), INCONCLUSIVE (a side INVALID or a band too wide; exit 5)
+    or NOT COMPARABLE (exit 1). --set makes the run a variation.
 
     \b
     Examples:
@@ -354,3 +357,5 @@ def reproduce(
         assert report.reproduction is not None
         click.echo(report.reproduction.text(), err=True)
     _echo_run(report, where)
+    if report.reproduction is not None:
+        exit_by_verdict(report.reproduction, fail_on)

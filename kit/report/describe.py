@@ -174,3 +174,29 @@ def spec_text(report: Report) -> str:
     elif report.bench is not None:
         text += ", acceptance not measured"
     return text
+
+
+def headline_text(report: Report, prompt: str) -> tuple[str, float | None]:
+    """A prompt's decode figure as every view leads with it: the headline median with its
+    interval and the runs left out, then the Club-3090 mean and CV beside it, e.g.
+    '124.0 [121.5-126.2] (1 held left out; mean 3,277.1, CV 215.0%)'."""
+    from kit.report.figures import prompt_headline
+
+    stats = (
+        next((p.decode_tps for p in report.bench.prompts if p.prompt == prompt), None)
+        if (report.bench)
+        else None
+    )
+    h = prompt_headline(report, prompt)
+    if h is None or h.value is None:
+        return "-", None
+    text = f"{h.value:,.1f}"
+    if h.low is not None and h.high is not None:
+        text += f" [{h.low:,.1f}-{h.high:,.1f}]"
+    beside = []
+    if h.runs_excluded:
+        beside.append(f"{len(h.runs_excluded)} held left out")
+    if stats is not None and stats.mean is not None:
+        cv = f", CV {stats.cv_pct:.1f}%" if stats.cv_pct is not None else ""
+        beside.append(f"mean {stats.mean:,.1f}{cv}")
+    return text + (f" ({'; '.join(beside)})" if beside else ""), h.value

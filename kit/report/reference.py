@@ -90,7 +90,7 @@ def compare_with_reference(
         decode, wall, ttft = (p.decode_tps, p.wall_tps, p.ttft_ms) if p else (None, None, None)
         metrics.append(delta(f"{name} decode TPS", "tok/s", fig.decode_tps, mean(decode)))
         metrics.append(delta(f"{name} wall TPS", "tok/s", fig.wall_tps, mean(wall)))
-        metrics.append(delta(f"{name} TTFT", "ms", fig.ttft_ms, mean(ttft), None, False))
+        metrics.append(delta(f"{name} TTFT", "ms", fig.ttft_ms, mean(ttft), False))
     measured = (
         {p.depth: p for p in report.bench.prefill if p.status == "measured"} if report.bench else {}
     )
@@ -127,7 +127,6 @@ def compare_with_reference(
                 "MiB",
                 ref.peak_vram_mib,
                 max(highest.values()) if highest else None,
-                None,
                 False,
             )
         )

@@ -1,89 +1,82 @@
 """The reproduction verdict: did a re-run of a report come out as the report says?
 
-One of three, for an original report A and a new run B (``kit reproduce REPORT.json`` writes it
+One of four, for an original report A and a new run B (``kit reproduce REPORT.json`` writes it
 into B, signed; ``kit report compare A B`` prints it for any two reports):
 
 - **NOT COMPARABLE**: the model, the quantization or the protocol differ
   (:mod:`kit.report.comparability`), or the two share no headline figure;
+- **INCONCLUSIVE**: no verdict can rest on the figures: a side is INVALID or the re-run is
+  incomplete, or a figure's band is wider than ``kit.noise.MAX_BAND_PCT``, and none is clearly
+  outside its band;
 - **REPRODUCED**: every headline figure of A is in B and within its noise band;
-- **DIFFERENT**: some are not (or B is incomplete): which, by how much, and the likely causes
-  kit can see: every other aspect in which the reports differ (GPUs, power limits, PCIe link,
-  interconnect, CPU, engine, kernels, serving settings, patches), the OS kernel, a host that
-  was not quiet while measuring, a run that is not valid.
+- **DIFFERENT**: some are not: which, which way (higher or lower, better or worse), by how
+  much, and the likely causes kit can see: every other aspect in which the reports differ
+  (GPUs, power limits, PCIe link, interconnect, CPU, engine, kernels, serving settings,
+  patches), the OS kernel, a host that was not quiet while measuring.
 
 Headline figures are each prompt's decode tokens/s, the prefill tokens/s at each depth, and
-each load point's output tokens/s (one figure per point, so its band is the floor).
-The band of a figure is the larger of
-
-    runs:  2 x sqrt(sa²/na + sb²/nb)   (twice the standard error of the difference of the means,
-                                        about a 95 % interval; kit.report.compare.noise_band)
-    floor: FLOOR_PCT % of A            (what differs between two sessions of the same rig that
-                                        the runs of one session cannot show: boot, clocks, heat)
-
-and each band is stated with the figure.
+each load point's output tokens/s (:mod:`kit.report.figures`), each a median with its interval
+where it has runs. The band of a figure is the one rule of :mod:`kit.noise`, the same that
+``kit report compare`` tabulates: ``max(3 %, sqrt(ha² + hb²))``.
 """
 
 from __future__ import annotations
 
-from kit.metrics import Stats, summarize
+from kit.noise import FLOOR_PCT, MAX_BAND_PCT
 from kit.report.comparability import comparability
-from kit.report.compare import noise_band
+from kit.report.deltas import MetricDelta, figure_delta
+from kit.report.figures import figures
 from kit.report.schema import Report
 from kit.report.verdict import FigureCheck, Reproduction, Verdict, num
 
 __all__ = ["FLOOR_PCT", "FigureCheck", "Reproduction", "Verdict", "judge", "likely_causes"]
 
-FLOOR_PCT = 3.0
 # another process's share of the machine's CPU while measuring, above which a host is not quiet
 QUIET_OTHER_CPU_PCT = 10.0
 
 
-def _figure(metric: str, a: Stats | None, b: Stats | None) -> FigureCheck | None:
-    if a is None or not a.mean:
-        return None
-    floor = abs(a.mean) * FLOOR_PCT / 100
-    runs = noise_band(a, b)
-    band, source = (runs, "runs") if runs is not None and runs > floor else (floor, "floor")
-    new = b.mean if b is not None else None
-    delta = new - a.mean if new is not None else None
+def _check(m: MetricDelta, void: bool) -> FigureCheck:
+    """A headline figure's delta as the verdict records it; ``void``: a side cannot be judged."""
+    status = "inconclusive" if void and m.delta_pct is not None else m.status
     return FigureCheck(
-        metric=metric,
-        unit="tok/s",
-        original=a.mean,
-        new=new,
-        delta_pct=delta / a.mean * 100 if delta is not None else None,
-        band_pct=band / abs(a.mean) * 100,
-        band_from=source,
-        within=delta is not None and abs(delta) <= band,
+        metric=m.metric,
+        unit=m.unit,
+        original=m.a,
+        new=m.b,
+        delta_pct=m.delta_pct,
+        band_pct=m.band_pct if m.band_pct is not None else FLOOR_PCT,
+        band_from=m.band_from or "floor",
+        within=status == "within",
+        status=status,
+        direction=m.direction,
+        better=m.better if status == "outside" else None,
     )
 
 
-def headline_figures(a: Report, b: Report) -> list[FigureCheck]:
+def headline_figures(a: Report, b: Report, void: bool = False) -> list[FigureCheck]:
     """A's headline figures, each against B's (None in B where B did not measure it)."""
+    theirs = {f.name: f for f in figures(b)}
     out: list[FigureCheck] = []
-    pb = {p.prompt: p for p in b.bench.prompts} if b.bench else {}
-    for p in a.bench.prompts if a.bench else []:
-        other = pb.get(p.prompt)
-        fig = _figure(f"{p.prompt} decode TPS", p.decode_tps, other.decode_tps if other else None)
-        if fig is not None:
-            out.append(fig)
-    fb = {f.depth: f for f in b.bench.prefill if f.status == "measured"} if b.bench else {}
-    for f in a.bench.prefill if a.bench else []:
-        if f.status != "measured":
+    for x in figures(a):
+        if not x.headline or x.value is None:
             continue
-        depth = fb.get(f.depth)
-        fig = _figure(f"prefill {f.depth}", f.prefill_tps, depth.prefill_tps if depth else None)
-        if fig is not None:
-            out.append(fig)
-    lb = {pt.label: pt for pt in b.bench.load_points} if b.bench else {}
-    for pt in a.bench.load_points if a.bench else []:
-        if pt.output_tps is None:
-            continue
-        seen = lb.get(pt.label)
-        again = summarize([seen.output_tps]) if seen and seen.output_tps is not None else None
-        fig = _figure(f"{pt.label} output TPS", summarize([pt.output_tps]), again)
-        if fig is not None:
-            out.append(fig)
+        y = theirs.get(x.name)
+        m = figure_delta(x, y) if y is not None else figure_delta(x, x)
+        if y is None:
+            m = m.model_copy(update={"b": None, "delta": None, "delta_pct": None, "status": None})
+        out.append(_check(m, void))
+    return out
+
+
+def _unjudgeable(a: Report, b: Report) -> list[str]:
+    """Why no figure can be judged: an INVALID side, an incomplete re-run."""
+    out = []
+    for side, r in (("original", a), ("re-run", b)):
+        if not r.validity.valid:
+            codes = dict.fromkeys(f.code for f in r.validity.reasons if f.severity == "error")
+            out.append(f"the {side} is INVALID ({', '.join(codes)})")
+    if b.status != "complete":
+        out.append(f"the re-run is incomplete: {b.incomplete_reason}")
     return out
 
 
@@ -120,6 +113,16 @@ def likely_causes(a: Report, b: Report) -> list[str]:
     return causes
 
 
+def _ways(checks: list[FigureCheck]) -> str:
+    """'all higher (better)', 'lower (worse) and higher (better)', ..."""
+    ways = dict.fromkeys(
+        f"{c.direction} ({'better' if c.better else 'worse'})" for c in checks if c.direction
+    )
+    if not ways:
+        return ""
+    return (", all " if len(checks) > 1 and len(ways) == 1 else ", ") + " and ".join(ways)
+
+
 def judge(
     original: Report,
     new: Report,
@@ -129,16 +132,17 @@ def judge(
 ) -> Reproduction:
     """The verdict on ``new`` as a re-run of ``original``."""
     refusing = [f"{d.aspect}: {d.detail}" for d in comparability(original, new) if d.refuses]
-    figures = headline_figures(original, new)
+    void = _unjudgeable(original, new)
+    figures_ = headline_figures(original, new, void=bool(void))
     common = {
         "original_run_id": original.run_id,
         "original_sha256": original_sha256,
         "original_recipe": original.recipe_name,
         "variation": bool(overrides),
         "overrides": list(overrides),
-        "figures": figures,
+        "figures": figures_,
     }
-    if not figures and not refusing:
+    if not figures_ and not refusing:
         refusing = [
             "the original has no headline figure (no measured prompt, prefill depth or load point)"
         ]
@@ -154,39 +158,49 @@ def judge(
             not_comparable=refusing,
             **common,
         )
-    differing = [
-        f"{f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} ({f.delta_pct:+.1f} %, band "
-        f"±{f.band_pct:.1f} %)"
-        if f.new is not None and f.delta_pct is not None
-        else f"{f.metric}: not measured by the re-run"
-        for f in figures
-        if not f.within
+    outside = [f for f in figures_ if f.status == "outside"]
+    missing = [f for f in figures_ if f.new is None]
+    wide = [f for f in figures_ if f.status == "inconclusive" and not void]
+    inconclusive = void + [
+        f"{f.metric}: band ±{f.band_pct:.1f} % is wider than ±{MAX_BAND_PCT:g} %" for f in wide
     ]
-    if new.status != "complete":
-        differing.append(f"the re-run is incomplete: {new.incomplete_reason}")
-    if not differing:
-        widest = max(f.band_pct for f in figures)
+    differing = [
+        f"{f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} ({f.delta_pct:+.1f} %, "
+        f"{f.direction}, {'better' if f.better else 'worse'}; band ±{f.band_pct:.1f} %)"
+        for f in outside
+    ] + [f"{f.metric}: not measured by the re-run" for f in missing]
+    if differing:
+        causes = likely_causes(original, new) or [
+            "none that kit can see: the reports show the same hardware, engine, patches and "
+            "settings, and quiet hosts"
+        ]
         return Reproduction(
-            verdict="REPRODUCED",
-            summary=f"REPRODUCED: all {len(figures)} headline figures within their noise bands "
-            f"(at most ±{widest:.1f} %)",
-            differing=[],
-            causes=[],
+            verdict="DIFFERENT",
+            summary=f"DIFFERENT: {len(outside) + len(missing)} of {len(figures_)} headline "
+            f"figures outside their noise bands{_ways(outside)}",
+            differing=differing,
+            causes=causes,
             not_comparable=[],
+            inconclusive=inconclusive,
             **common,
         )
-    causes = likely_causes(original, new) or [
-        "none that kit can see: the reports show the same hardware, engine, patches and "
-        "settings, and quiet hosts"
-    ]
-    n = len([f for f in figures if not f.within])
+    if inconclusive:
+        return Reproduction(
+            verdict="INCONCLUSIVE",
+            summary="INCONCLUSIVE: " + "; ".join(inconclusive),
+            differing=[],
+            causes=likely_causes(original, new),
+            not_comparable=[],
+            inconclusive=inconclusive,
+            **common,
+        )
+    widest = max(f.band_pct for f in figures_)
     return Reproduction(
-        verdict="DIFFERENT",
-        summary=f"DIFFERENT: {n} of {len(figures)} headline figures outside their noise bands"
-        if n
-        else "DIFFERENT: the re-run is incomplete",
-        differing=differing,
-        causes=causes,
+        verdict="REPRODUCED",
+        summary=f"REPRODUCED: all {len(figures_)} headline figures within their noise bands "
+        f"(at most ±{widest:.1f} %)",
+        differing=[],
+        causes=[],
         not_comparable=[],
         **common,
     )

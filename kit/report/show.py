@@ -17,18 +17,20 @@ from kit.metrics import Stats
 from kit.probe import Unavailable
 from kit.report.describe import (
     engine_text,
+    headline_text,
     kernels_text,
     model_text,
     num,
     rig,
     spec_text,
 )
+from kit.report.figures import prompt_headline
 from kit.report.schema import Report
 from kit.signing import SignatureCheck
 
 if TYPE_CHECKING:
     from kit.bench.load import LoadPoint
-    from kit.report.compare import Comparison
+    from kit.report.compare import Comparison, MetricDelta
     from kit.report.verify.checklist import Checklist
 
 MARKDOWN_COLUMNS = (
@@ -44,11 +46,7 @@ MARKDOWN_COLUMNS = (
 
 
 def _decode(report: Report, prompt: str) -> str:
-    s = _prompt_stats(report, prompt)
-    if s is None or s.mean is None:
-        return "-"
-    cv = f" (CV {s.cv_pct:.1f}%)" if s.cv_pct is not None else ""
-    return f"{s.mean:.2f}{cv}"
+    return headline_text(report, prompt)[0]
 
 
 def _prompt_stats(report: Report, prompt: str, field: str = "decode_tps") -> Stats | None:
@@ -267,16 +265,27 @@ def summary_table(report: Report) -> str:
         lines += _load_lines(b.load_points)
     if b is not None and b.prompts:
         head = (
-            f"  {'prompt':<10} {'runs':>5} {'decode TPS (CV)':>18} {'wall TPS':>9} "
-            f"{'TTFT ms':>8} {'tokens':>7}"
+            f"  {'prompt':<10} {'runs':>5} {'decode TPS [95% CI]':>26} {'mean (CV)':>18} "
+            f"{'wall TPS':>9} {'TTFT ms':>8} {'tokens':>7}"
         )
         lines += [head, "  " + "-" * (len(head) - 2)]
         for p in b.prompts:
+            h = prompt_headline(report, p.prompt)
+            used = f"{len(h.runs_used)}/{p.measured}" if h else f"{p.usable}/{p.measured}"
+            lead = "-"
+            if h is not None and h.value is not None:
+                lead = f"{h.value:.2f}"
+                if h.low is not None and h.high is not None:
+                    lead += f" [{h.low:.1f}-{h.high:.1f}]"
             lines.append(
-                f"  {p.prompt:<10} {p.usable:>2}/{p.measured:<2} "
-                f"{_stat(p.decode_tps, cv=True):>18} {_stat(p.wall_tps):>9} "
-                f"{_stat(p.ttft_ms, 0):>8} {_stat(p.completion_tokens, 0):>7}"
+                f"  {p.prompt:<10} {used:>5} {lead:>26} {_stat(p.decode_tps, cv=True):>18} "
+                f"{_stat(p.wall_tps):>9} {_stat(p.ttft_ms, 0):>8} "
+                f"{_stat(p.completion_tokens, 0):>7}"
             )
+        lines.append(
+            "  decode TPS: the median of the runs used (held streams left out), with its "
+            "bootstrap 95 % interval; mean (CV): all usable runs, as Club-3090 reports them"
+        )
     if b is not None:
         for pf in b.prefill:
             if pf.status == "measured":
@@ -319,33 +328,51 @@ def _number(value: float | None, digits: int = 2, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
+def _delta_flag(m: MetricDelta) -> str:
+    """within / OUTSIDE (higher, better) / INCONCLUSIVE / band unknown / one side only."""
+    if m.delta is None:
+        return "one side only"
+    if m.status is None:
+        return "band unknown"
+    if m.status == "within":
+        return "within noise"
+    if m.status == "inconclusive":
+        return "INCONCLUSIVE (band too wide)"
+    way = f"{m.direction}, {'better' if m.better else 'worse'}"
+    return f"OUTSIDE noise ({way})"
+
+
 def comparison_text(c: Comparison, untrusted: frozenset[str] = frozenset()) -> str:
     """A comparison as text: the differences and warnings, then one row per figure.
     ``untrusted`` names the sides ("A", "B") whose runs are UNTRUSTED: their A:/B: lines and
     every metric row are labelled."""
     sides = "+".join(side for side in ("A", "B") if side in untrusted)
-    tag = f"  {UNTRUSTED} ({sides})" if sides else ""
+    trust = f"  {UNTRUSTED} ({sides})" if sides else ""
     lines = [
         f"A: {UNTRUSTED + ' ' if 'A' in untrusted else ''}{c.a}",
         f"B: {UNTRUSTED + ' ' if 'B' in untrusted else ''}{c.b}",
     ]
     for d in c.differences:
-        tag = "forced" if d.refuses else "warning"
-        lines.append(f"{tag}: {_differ(d.aspect)}: {d.detail}")
+        kind = "forced" if d.refuses else "warning"
+        lines.append(f"{kind}: {_differ(d.aspect)}: {d.detail}")
     lines += [f"warning: {w}" for w in c.warnings]
-    head = f"{'metric':<32} {'A':>10} {'B':>10} {'delta':>10} {'delta %':>8} {'noise ±':>9}"
+    head = f"{'metric':<32} {'A':>10} {'B':>10} {'delta':>10} {'delta %':>8} {'band ±%':>8}"
     lines += ["", head, "-" * len(head)]
     for m in c.metrics:
-        flag = {True: "outside noise", False: "within noise", None: "band unknown"}[m.outside_noise]
-        if m.delta is None:
-            flag = "one side only"
+        mark = "*" if m.headline else " "
         lines.append(
-            f"{m.metric + ' (' + m.unit + ')':<32} {_number(m.a):>10} {_number(m.b):>10} "
+            f"{mark}{m.metric + ' (' + m.unit + ')':<31} {_number(m.a):>10} {_number(m.b):>10} "
             f"{_number(m.delta, sign=True):>10} {_number(m.delta_pct, 1, sign=True):>8} "
-            f"{_number(m.band):>9}  {flag}{tag}"
+            f"{_number(m.band_pct, 1):>8}  {_delta_flag(m)}{trust}"
         )
     lines.append("")
-    lines.append("delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds")
+    if c.reference:
+        lines.append("delta = this run - reference; published figures carry no interval")
+    else:
+        lines.append(
+            "delta = B - A of the headlines (medians; * judged by the verdict); band = max(3 %, "
+            "sqrt(ha² + hb²)) from both 95 % intervals, wider than 10 % inconclusive (kit.noise)"
+        )
     if c.verdict is not None:
         lines += ["", "B as a re-run of A (kit.report.reproduction):", c.verdict.text()]
     return "\n".join(lines)

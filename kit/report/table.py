@@ -28,7 +28,7 @@ from pydantic import Field
 from kit.base import FrozenModel
 from kit.errors import BadInputError, VerificationFailed
 from kit.probe import Unavailable
-from kit.report.describe import engine_text, model_text, rig
+from kit.report.describe import engine_text, headline_text, model_text, rig
 from kit.report.files import read_report, validate_payload
 from kit.report.limits import within_caps
 from kit.report.schema import Report
@@ -230,12 +230,7 @@ def _all_reduce(report: Report) -> str:
 
 
 def _decode(report: Report, prompt: str) -> tuple[str, float | None]:
-    for p in report.bench.prompts if report.bench else []:
-        if p.prompt == prompt and p.decode_tps.mean is not None:
-            s = p.decode_tps
-            cv = f" (CV {s.cv_pct:.1f}%)" if s.cv_pct is not None else ""
-            return f"{s.mean:.2f}{cv}", s.mean
-    return "-", None
+    return headline_text(report, prompt)
 
 
 def _sweep_peak(report: Report) -> tuple[str, float | None]:

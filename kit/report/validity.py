@@ -2,22 +2,29 @@
 
 Reasons are ordered: errors first (they make the run invalid), then warnings, each group in
 the order the checks run. The same function runs when the report is written and when
-``kit report verify`` recomputes it.
+``kit report verify`` recomputes it, under the rules the report was written with
+(``Validity.rules``): a report keeps the verdict it was signed with.
+
+- rules 1: decode CV over every usable run, bursts named, no cause sought.
+- rules 2 (:mod:`kit.report.causes`): held streams named and left out of the headline, the CV
+  taken over the headline's runs, every decode error with the causes kit can see (or what it
+  checked), a drift across runs, and host contention.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from kit.base import KitModel
+from kit.bench.held import BURST_S, burst
 from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe_findings
 
 if TYPE_CHECKING:
-    from kit.bench import RequestRecord
     from kit.report.schema import Report
 
+RULES = 2  # the verdict rules new reports are judged by
 CV_LIMIT_PCT = 5.0
 # kit's load client at this share of one core (its busiest process) may be what set a point's
 # pace: its event loop is then late to read what arrived, and to send what is due
@@ -29,31 +36,33 @@ class Validity(KitModel):
 
     valid: bool = Field(description="No error-level reason was found.")
     reasons: list[Finding] = Field(description="Ordered reasons: errors, then warnings.")
+    rules: int = Field(
+        1,
+        description="The verdict rules it was judged by (kit.report.validity): 1, the first; "
+        "2, held streams, causes, drift and contention. Absent: 1.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _rules_1_unsaid(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if data.get("rules") == 1:
+            data.pop("rules", None)  # a report judged by the first rules is written as it was
+        return data
 
 
 def _finding(code: str, severity: str, message: str) -> Finding:
     return Finding.model_validate({"code": code, "severity": severity, "message": message})
 
 
-BURST_S = 0.001
-BURST_MIN_CHUNKS = 8
-
-
-def _burst(r: RequestRecord) -> bool:
-    """Whether a stream's text chunks all but arrived at once: nine in ten within BURST_S of
-    the last, in a stream of at least BURST_MIN_CHUNKS chunks."""
-    times = r.text_chunk_times_s
-    if len(times) < BURST_MIN_CHUNKS:
-        return False
-    late = sum(1 for t in times if times[-1] - t <= BURST_S)
-    return late >= 0.9 * len(times)
-
-
-def _bench_findings(report: Report) -> list[Finding]:
+def _bench_findings(report: Report, rules: int) -> list[Finding]:
     found: list[Finding] = []
     bench = report.bench
     if bench is None:
         return found
+    if rules >= 2:
+        from kit.report.causes import decode_findings
+
+        found += decode_findings(report)
     errors = [r for r in bench.records if r.error]
     if errors:
         found.append(
@@ -77,7 +86,7 @@ def _bench_findings(report: Report) -> list[Finding]:
         if p.usable == 0:
             found.append(_finding("no-usable-runs", "error", f"{name}: no usable measured run"))
         cv = p.decode_tps.cv_pct if p.decode_tps is not None else None
-        if cv is not None and cv > CV_LIMIT_PCT:
+        if rules < 2 and cv is not None and cv > CV_LIMIT_PCT:
             found.append(
                 _finding(
                     "decode-cv-high",
@@ -85,16 +94,18 @@ def _bench_findings(report: Report) -> list[Finding]:
                     f"{name}: decode TPS CV {cv:.1f}% is above {CV_LIMIT_PCT:.0f}%",
                 )
             )
-    burst = [r for r in bench.records if r.phase in ("measured", "load") and _burst(r)]
-    if burst:
+    # rules 2: a sequential run delivered in a burst is a held stream (kit.bench.held)
+    phases = ("measured", "load") if rules < 2 else ("load",)
+    bursts = [r for r in bench.records if r.phase in phases and burst(r)]
+    if bursts:
         measured = sum(1 for r in bench.records if r.phase in ("measured", "load"))
         found.append(
             _finding(
                 "burst-delivery",
                 "error",
-                f"{len(burst)} of {measured} measured requests arrived in one burst (nine in ten "
+                f"{len(bursts)} of {measured} measured requests arrived in one burst (nine in ten "
                 f"of their text chunks within {BURST_S * 1000:g} ms of the last, first: "
-                f"{burst[0].prompt} #{burst[0].index}): their decode figures time the delivery, "
+                f"{bursts[0].prompt} #{bursts[0].index}): their decode figures time the delivery, "
                 "not the generation (a starved client or server process)",
             )
         )
@@ -143,22 +154,25 @@ def _bench_findings(report: Report) -> list[Finding]:
 
 
 def verdict(
-    report: Report, host: HostProbe | None = None, sampling: GpuSampling | None = None
+    report: Report,
+    host: HostProbe | None = None,
+    sampling: GpuSampling | None = None,
+    rules: int = RULES,
 ) -> Validity:
-    """Compute the verdict from a report and, when present, host evidence."""
+    """Compute the verdict from a report and, when present, host evidence, by ``rules``."""
     found: list[Finding] = []
     if report.status != "complete":
         found.append(
             _finding("incomplete", "error", f"the run is incomplete: {report.incomplete_reason}")
         )
-    found += _bench_findings(report)
+    found += _bench_findings(report, rules)
     if host is not None:
         found.extend(probe_findings(host, sampling))
     if report.host_load is not None:
         quiet = host_load_findings(report.host_load)
         found.extend(quiet)
         causes = [f.message for f in quiet]
-        if causes:
+        if causes and rules < 2:  # rules 2 name the causes in kit.report.causes
             # a noisy figure names what was seen on the host while it was measured
             found = [
                 _finding(f.code, f.severity, f"{f.message}; {'; '.join(causes)}")
@@ -175,4 +189,6 @@ def verdict(
             )
         )
     errors_first = sorted(found, key=lambda f: 0 if f.severity == "error" else 1)
-    return Validity(valid=not any(f.severity == "error" for f in found), reasons=errors_first)
+    return Validity(
+        valid=not any(f.severity == "error" for f in found), reasons=errors_first, rules=rules
+    )

@@ -7,8 +7,9 @@ from typing import Literal
 from pydantic import Field
 
 from kit.base import FrozenModel
+from kit.noise import Direction, Status
 
-Verdict = Literal["REPRODUCED", "DIFFERENT", "NOT COMPARABLE"]
+Verdict = Literal["REPRODUCED", "DIFFERENT", "INCONCLUSIVE", "NOT COMPARABLE"]
 
 
 class FigureCheck(FrozenModel):
@@ -16,14 +17,26 @@ class FigureCheck(FrozenModel):
 
     metric: str = Field(description="e.g. 'narrative decode TPS', 'prefill 10000 tok/s'.")
     unit: str = Field(description="tok/s.")
-    original: float | None = Field(description="The original report's mean.")
-    new: float | None = Field(description="The re-run's mean (None: not measured).")
+    original: float | None = Field(
+        description="The original's headline (a median; a mean in verdicts before headlines)."
+    )
+    new: float | None = Field(description="The re-run's headline (None: not measured).")
     delta_pct: float | None = Field(description="(new - original) / original, in percent.")
     band_pct: float = Field(description="The noise band, in percent of the original.")
-    band_from: Literal["runs", "floor"] = Field(
-        description="Which bound set the band: the runs' spread, or the floor."
+    band_from: Literal["runs", "intervals", "floor"] = Field(
+        description="Which bound set the band: the two headlines' intervals (before headlines: "
+        "the runs' spread), or the floor."
     )
     within: bool = Field(description="|delta| <= band (False when the re-run lacks it).")
+    status: Status | None = Field(
+        None,
+        description="within, outside, or inconclusive (a side INVALID or incomplete, or the "
+        "band wider than its maximum); None in verdicts written before it.",
+    )
+    direction: Direction | None = Field(None, description="The re-run against the original.")
+    better: bool | None = Field(
+        None, description="Outside the band and an improvement (faster); None otherwise."
+    )
 
 
 class Reproduction(FrozenModel):
@@ -38,12 +51,15 @@ class Reproduction(FrozenModel):
         description="--set changed the recipe: a variation of the original, not a reproduction."
     )
     overrides: list[str] = Field(description="The --set overrides of a variation.")
-    verdict: Verdict = Field(description="REPRODUCED, DIFFERENT or NOT COMPARABLE.")
+    verdict: Verdict = Field(description="REPRODUCED, DIFFERENT, INCONCLUSIVE or NOT COMPARABLE.")
     summary: str = Field(description="The verdict in one line.")
     figures: list[FigureCheck] = Field(description="Every headline figure, with its band.")
     differing: list[str] = Field(description="The figures outside their band, and by how much.")
     causes: list[str] = Field(description="What kit sees that may explain a difference.")
     not_comparable: list[str] = Field(description="Why the runs cannot be compared.")
+    inconclusive: list[str] = Field(
+        default_factory=list, description="Why figures could not be judged (INVALID sides, bands)."
+    )
 
     def text(self) -> str:
         lines = [f"verdict: {self.summary}"]
@@ -51,14 +67,41 @@ class Reproduction(FrozenModel):
             if f.new is None or f.delta_pct is None or f.original is None:
                 lines.append(f"  {f.metric}: {num(f.original)} {f.unit}, not measured again")
                 continue
-            mark = "within" if f.within else "OUTSIDE"
+            status = f.status or ("within" if f.within else "outside")
+            mark = status.upper() if status != "within" else status
+            way = f", {f.direction}" if f.direction and f.direction != "same" else ""
+            if f.better is not None:
+                way += ": better" if f.better else ": worse"
             lines.append(
                 f"  {f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} "
-                f"({f.delta_pct:+.1f} %, band ±{f.band_pct:.1f} % from the {f.band_from}: {mark})"
+                f"({f.delta_pct:+.1f} %{way}; band ±{f.band_pct:.1f} % from the {f.band_from}: "
+                f"{mark})"
             )
         lines += [f"  not comparable: {n}" for n in self.not_comparable]
+        lines += [f"  inconclusive: {n}" for n in self.inconclusive]
         lines += [f"  likely cause: {c}" for c in self.causes]
         return "\n".join(lines)
+
+
+FailOn = Literal["different", "worse", "never"]
+
+
+def verdict_exit(r: Reproduction, fail_on: FailOn = "different") -> int:
+    """The exit code of a verdict: 0 REPRODUCED, 1 NOT COMPARABLE, 4 DIFFERENT, 5
+    INCONCLUSIVE. ``fail_on`` relaxes DIFFERENT: ``worse`` exits 4 only when a figure is worse
+    (slower) or missing, ``never`` not at all."""
+    from kit.errors import EXIT_DIFFERENT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
+
+    if r.verdict == "NOT COMPARABLE":
+        return EXIT_FAILED
+    if r.verdict == "INCONCLUSIVE":
+        return EXIT_INCONCLUSIVE
+    if r.verdict == "REPRODUCED" or fail_on == "never":
+        return EXIT_OK
+    if fail_on == "worse":
+        worse = any(f.new is None or f.better is False for f in r.figures if f.status != "within")
+        return EXIT_DIFFERENT if worse else EXIT_OK
+    return EXIT_DIFFERENT
 
 
 def num(value: float | None) -> str:

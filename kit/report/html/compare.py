@@ -3,7 +3,8 @@
 The page has the report page's style and no script: who each side is (run, rig, engine,
 model, verdict, signature check), the differences and warnings comparability found, then every
 figure of the comparison with A, B, the delta, the delta in percent and its noise band
-(:mod:`kit.report.compare`), flagged outside or within noise, and the re-run verdict.
+(:mod:`kit.noise`), flagged outside (with direction) or within noise, or inconclusive, and the
+re-run verdict.
 """
 
 from __future__ import annotations
@@ -70,26 +71,28 @@ def _sides(comparison: Comparison, sides: Sequence[Side]) -> str:
 def _flag(m: MetricDelta) -> tuple[str, str]:
     if m.delta is None:
         return "one side only", "unknown"
-    if m.outside_noise is None:
+    if m.status is None:
         return "band unknown", "unknown"
-    if not m.outside_noise:
+    if m.status == "within":
         return "within noise", "within"
-    better = (m.delta > 0) == m.higher_is_better
-    return f"OUTSIDE noise ({'better' if better else 'worse'})", "better" if better else "worse"
+    if m.status == "inconclusive":
+        return "INCONCLUSIVE (band too wide)", "unknown"
+    way = "better" if m.better else "worse"
+    return f"OUTSIDE noise ({m.direction}, {way})", way
 
 
 def _metrics(comparison: Comparison) -> str:
-    head_cells = ("figure", "unit", "A", "B", "B - A", "delta %", "noise band ±", "")
+    head_cells = ("figure", "unit", "A", "B", "B - A", "delta %", "noise band ±%", "")
     rows: list[str] = []
     for m in comparison.metrics:
         flag, cls = _flag(m)
         cells = [
-            f"<td>{escape(m.metric)}</td>",
+            f"<td>{escape(m.metric)}{' *' if m.headline else ''}</td>",
             f"<td>{escape(m.unit)}</td>",
             *(f'<td class="n">{_num(v)}</td>' for v in (m.a, m.b)),
             f'<td class="n">{_num(m.delta, sign=True)}</td>',
             f'<td class="n">{_num(m.delta_pct, 1, sign=True)}</td>',
-            f'<td class="n">{_num(m.band)}</td>',
+            f'<td class="n">{_num(m.band_pct, 1)}</td>',
             f'<td class="{cls}">{escape(flag)}</td>',
         ]
         rows.append(f'<tr id="m-{len(rows)}">' + "".join(cells) + "</tr>")
@@ -112,9 +115,11 @@ def compare_page(comparison: Comparison, sides: Sequence[Side]) -> str:
         head(title, COMPARE_CSS),
         "<main>",
         f"<h1>{escape(title)}</h1>",
-        '<p class="muted">Rendered offline by kit report compare --html. Delta = B - A; the '
-        "noise band is 2 × sqrt(sa²/na + sb²/nb) from the runs' standard deviations (about a "
-        "95 % interval); a delta larger than it is outside noise.</p>",
+        '<p class="muted">Rendered offline by kit report compare --html. Delta = B - A of the '
+        "headlines (medians of the runs, held streams left out; * marks the figures the verdict "
+        "judges); the noise band is max(3 %, sqrt(ha² + hb²)) from both 95 % intervals, the one "
+        "rule of kit report compare and the reproduction verdict; wider than 10 % it is "
+        "inconclusive.</p>",
         '<section id="sides"><h2>The two runs</h2>' + _sides(comparison, sides) + "</section>",
     ]
     if notes:

@@ -8,6 +8,7 @@ from html import escape
 
 from kit.probe import Unavailable
 from kit.report.describe import engine_text, kernels_text, model_text, num, rig, spec_text
+from kit.report.figures import prompt_headline
 from kit.report.html import charts, sweep
 from kit.report.schema import Report
 from kit.report.show import signer_text
@@ -184,12 +185,29 @@ def _stats_rows(report: Report) -> str:
             return "-"
         return f"{s.mean:,.2f}" + (f" ± {s.std:,.2f}" if s.std is not None else "")
 
+    def lead(prompt: str) -> str:
+        h = prompt_headline(report, prompt)
+        if h is None or h.value is None:
+            return "-"
+        ci = f" [{h.low:,.1f}-{h.high:,.1f}]" if h.low is not None and h.high is not None else ""
+        held = f" ({len(h.runs_excluded)} held left out)" if h.runs_excluded else ""
+        return f"{h.value:,.2f}{ci}{held}"
+
     return html_table(
-        ("prompt", "usable / measured", "decode tok/s", "CV %", "TTFT ms", "tokens"),
+        (
+            "prompt",
+            "usable / measured",
+            "decode tok/s: median [95 % CI]",
+            "mean ± std (Club-3090)",
+            "CV %",
+            "TTFT ms",
+            "tokens",
+        ),
         (
             (
                 p.prompt,
                 f"{p.usable}/{p.measured}",
+                lead(p.prompt),
                 ms(p.decode_tps),
                 "-" if p.decode_tps.cv_pct is None else f"{p.decode_tps.cv_pct:.2f}",
                 ms(p.ttft_ms),
@@ -197,7 +215,7 @@ def _stats_rows(report: Report) -> str:
             )
             for p in b.prompts
         ),
-        numeric={2, 3, 4, 5},
+        numeric={2, 3, 4, 5, 6},
     )
 
 

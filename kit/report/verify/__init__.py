@@ -164,7 +164,7 @@ def _signature_item(
 
 
 def _validity_item(report: Report) -> CheckItem:
-    fresh = verdict(report, report.host, report.gpu_sampling)
+    fresh = verdict(report, report.host, report.gpu_sampling, rules=report.validity.rules)
     problems = differences(dump(report.validity), dump(fresh), "validity")
     errors = [f.code for f in fresh.reasons if f.severity == "error"]
     warnings = [f.code for f in fresh.reasons if f.severity == "warning"]

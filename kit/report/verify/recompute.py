@@ -34,11 +34,11 @@ def summaries_item(report: Report) -> CheckItem:
             if prompt is None:
                 problems.append(f"{s.prompt}: summarised, but not a prompt of the recipe")
                 prompt = Prompt(name=s.prompt, text="-", max_tokens=s.max_tokens)
-            stored = s.model_dump(mode="json", exclude={"spec_decode", "server"})
+            # a report from before headlines has none to check
+            skip = {"spec_decode", "server"} | ({"headline"} if s.headline is None else set())
+            stored = s.model_dump(mode="json", exclude=skip)
             fresh = summarize_prompt(prompt, b.records)
-            problems += differences(
-                stored, fresh.model_dump(mode="json", exclude={"spec_decode", "server"}), s.prompt
-            )
+            problems += differences(stored, fresh.model_dump(mode="json", exclude=skip), s.prompt)
             problems += _spec_problems(s.spec_decode, f"{s.prompt}.spec_decode")
         summarised = {s.prompt for s in b.prompts}
         for name in dict.fromkeys(r.prompt for r in b.records if r.phase == "measured"):
@@ -51,6 +51,8 @@ def summaries_item(report: Report) -> CheckItem:
                 problems.append(f"prefill {pf.depth}: not a depth of the recipe")
             if pf.status == "measured":
                 fresh_pf = summarize_prefill(pf.depth, b.records)
+                if pf.headline is None:
+                    fresh_pf = fresh_pf.model_copy(update={"headline": None})
                 problems += differences(dump(pf), dump(fresh_pf), f"prefill {pf.depth}")
             elif any(x is not None for x in (pf.prompt_tokens, pf.ttft_ms, pf.prefill_tps)):
                 problems.append(f"prefill {pf.depth}: {pf.status}, yet it carries statistics")

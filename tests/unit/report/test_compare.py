@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,11 @@ import pytest
 
 from kit.enginelog import parse_engine_log
 from kit.errors import BadInputError, VerificationFailed
-from kit.metrics import Stats
+from kit.noise import median_interval
 from kit.recipe import load_recipe
 from kit.report import Report
 from kit.report.comparability import Difference, comparability
-from kit.report.compare import compare_reports, noise_band
+from kit.report.compare import compare_reports
 from kit.report.files import read_report
 from kit.report.reference import compare_with_reference
 from kit.report.show import comparison_text
@@ -69,15 +70,25 @@ def with_recipe(report: Report, edit: Any, **update: Any) -> Report:
     return report.model_copy(update={"recipe": recipe, **update})
 
 
-def by_hand(report: Report, prompt: str, field: str) -> tuple[float, float, int]:
-    """Mean, sample std and count of one figure over the usable measured runs."""
+def by_hand(report: Report, prompt: str, field: str) -> list[float]:
+    """One figure's values over the usable measured runs (the fixtures hold no held stream)."""
     assert report.bench is not None
-    values = [
+    return [
         (r.ttft_s or 0) * 1000 if field == "ttft_ms" else getattr(r, field)
         for r in report.bench.records
         if r.prompt == prompt and r.phase == "measured" and r.usable
     ]
-    return statistics.fmean(values), statistics.stdev(values), len(values)
+
+
+def half_width_pct(values: list[float]) -> float:
+    interval = median_interval(values)
+    assert interval is not None
+    return (interval[1] - interval[0]) / 2 / statistics.median(values) * 100
+
+
+def one_rule(va: list[float], vb: list[float]) -> float:
+    """The band by hand: max(3 %, sqrt(ha² + hb²)) of the two medians' intervals."""
+    return max(3.0, math.hypot(half_width_pct(va), half_width_pct(vb)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,16 +105,18 @@ def test_two_runs_of_one_recipe_deltas_and_bands_by_hand(a: Report, b: Report) -
             ("wall TPS", "wall_tps"),
             ("TTFT", "ttft_ms"),
         ):
-            ma, sa, na = by_hand(a, prompt, field)
-            mb, sb, nb = by_hand(b, prompt, field)
+            va, vb = by_hand(a, prompt, field), by_hand(b, prompt, field)
+            ma, mb = statistics.median(va), statistics.median(vb)
             m = metrics[f"{prompt} {label}"]
             assert m.a == pytest.approx(ma, rel=1e-12) and m.b == pytest.approx(mb, rel=1e-12)
             assert m.delta == pytest.approx(mb - ma, rel=1e-9)
             assert m.delta_pct == pytest.approx((mb - ma) / ma * 100, rel=1e-9)
-            band = 2 * math.sqrt(sa**2 / na + sb**2 / nb)
-            assert m.band == pytest.approx(band, rel=1e-9)
-            assert m.outside_noise is (abs(mb - ma) > band)
+            assert m.band_pct == pytest.approx(one_rule(va, vb), rel=1e-9)
+            within = abs(m.delta_pct or 0) <= (m.band_pct or 0)
+            assert m.status == ("within" if within else "outside")
+            assert m.direction == ("higher" if mb > ma else "lower")
             assert m.higher_is_better is (label != "TTFT")
+            assert m.headline is (label == "decode TPS")
     for depth in (512, 1536):
         values = []
         for report in (a, b):
@@ -116,11 +129,10 @@ def test_two_runs_of_one_recipe_deltas_and_bands_by_hand(a: Report, b: Report) -
                 ]
             )
         m = metrics[f"prefill {depth}"]
-        assert m.delta == pytest.approx(statistics.fmean(values[1]) - statistics.fmean(values[0]))
-        band = 2 * math.sqrt(
-            statistics.stdev(values[0]) ** 2 / 3 + statistics.stdev(values[1]) ** 2 / 3
-        )
-        assert m.band == pytest.approx(band, rel=1e-9)
+        medians = [statistics.median(v) for v in values]
+        assert m.delta == pytest.approx(medians[1] - medians[0])
+        assert m.band_pct == pytest.approx(one_rule(*values), rel=1e-9)
+        assert m.headline
     rates = []
     for report in (a, b):
         assert report.bench is not None
@@ -129,28 +141,24 @@ def test_two_runs_of_one_recipe_deltas_and_bands_by_hand(a: Report, b: Report) -
         rates.append(accepted / sum(w.draft_tokens for w in windows) * 100)
     rate = metrics["acceptance rate"]
     assert (rate.a, rate.b) == (pytest.approx(rates[0]), pytest.approx(rates[1]))
-    assert rate.band is None and rate.outside_noise is None
+    # a counter has no interval: the floor is its band
+    assert rate.band_pct == 3.0 and rate.band_from == "floor" and not rate.headline
     assert "peak VRAM GPU 0" not in metrics and "energy" not in metrics  # CPU runs: not sampled
 
 
-def test_a_shift_beyond_the_band_is_flagged(a: Report, b: Report) -> None:
-    assert b.bench is not None
-    narrative = b.bench.prompts[0]
-    faster = narrative.decode_tps.model_copy(update={"mean": narrative.decode_tps.mean + 10})
-    prompts = [narrative.model_copy(update={"decode_tps": faster}), *b.bench.prompts[1:]]
-    shifted = b.model_copy(update={"bench": b.bench.model_copy(update={"prompts": prompts})})
-    m = next(m for m in compare_reports(a, shifted).metrics if m.metric == "narrative decode TPS")
-    assert m.band is not None and m.delta is not None and m.delta > m.band
-    assert m.outside_noise is True
-    assert "outside noise" in compare_reports(a, shifted).render()
-
-
-def test_noise_band_needs_both_stds() -> None:
-    five = Stats(n=5, mean=100.0, std=2.0, cv_pct=2.0, min=97.0, max=103.0)
-    one = Stats(n=1, mean=100.0, std=None, cv_pct=None, min=100.0, max=100.0)
-    assert noise_band(five, five) == pytest.approx(2 * math.sqrt(2 * 4 / 5))
-    assert noise_band(five, one) is None
-    assert noise_band(None, five) is None
+def test_a_shift_beyond_the_band_is_flagged_with_its_direction(
+    a: Report, scaled: Callable[[Report, str, float], Report]
+) -> None:
+    shifted = scaled(a, "narrative", 1.5)
+    result = compare_reports(a, shifted)
+    m = next(m for m in result.metrics if m.metric == "narrative decode TPS")
+    assert m.delta_pct == pytest.approx(50.0)
+    assert (m.status, m.direction, m.better) == ("outside", "higher", True)
+    assert "OUTSIDE noise (higher, better)" in result.render()
+    assert result.verdict is not None and result.verdict.verdict == "DIFFERENT"
+    assert result.verdict.summary == (
+        "DIFFERENT: 1 of 4 headline figures outside their noise bands, higher (better)"
+    )
 
 
 def test_render_lists_every_metric(a: Report, b: Report) -> None:
@@ -158,11 +166,14 @@ def test_render_lists_every_metric(a: Report, b: Report) -> None:
     assert text.splitlines()[0] == f"A: {a.run_id} (cpu-tiny, {a.created_at})"
     assert "narrative decode TPS (tok/s)" in text and "acceptance rate (%)" in text
     lines = text.splitlines()
-    assert "delta = B - A; noise band = 2 * sqrt(sa²/na + sb²/nb) from the run stds" in lines
-    # then the verdict on B as a re-run of A, each headline figure with its band
+    assert any(line.startswith("delta = B - A of the headlines (medians") for line in lines)
+    # then the verdict on B as a re-run of A, each headline figure with the table's band
     at = lines.index("B as a re-run of A (kit.report.reproduction):")
     assert lines[at + 1].startswith("verdict: ")
-    assert any(line.startswith("  narrative decode TPS: ") and "band ±" in line for line in lines)
+    row = next(line for line in lines if line.startswith("*narrative decode TPS (tok/s)"))
+    table_band = float(row.split()[-3])
+    verdict_line = next(line for line in lines if line.startswith("  narrative decode TPS: "))
+    assert f"band ±{table_band:.1f} %" in verdict_line
 
 
 def test_untrusted_sides_are_labelled_on_every_figure_line(a: Report, b: Report) -> None:
@@ -174,6 +185,15 @@ def test_untrusted_sides_are_labelled_on_every_figure_line(a: Report, b: Report)
     assert lines[1] == f"B: UNTRUSTED {result.b}"
     rows = [line for line in lines if "(tok/s)" in line or "(ms)" in line or "(%)" in line]
     assert rows and all(line.endswith("  UNTRUSTED (B)") for line in rows)
+    # a run whose recipe differs (a warning-level difference) keeps the label on every row too
+    other = compare_reports(a, b.model_copy(update={"kit_version": "0.0.0-other"}))
+    different = comparison_text(
+        other.model_copy(
+            update={"differences": [Difference(aspect="serving", refuses=False, detail="x")]}
+        ),
+        frozenset({"B"}),
+    ).splitlines()
+    assert all(line.endswith("  UNTRUSTED (B)") for line in different if "(tok/s)" in line)
     both = comparison_text(result, frozenset({"A", "B"})).splitlines()
     assert both[0] == f"A: UNTRUSTED {result.a}"
     assert all(line.endswith("  UNTRUSTED (A+B)") for line in both if "(tok/s)" in line)
@@ -270,8 +290,9 @@ def test_gpu_against_cpu_host_names_every_hardware_part(a: Report, gpu: Report) 
         "GPUs CPU (32 cores) vs 2× NVIDIA H200; PCIe none vs PCIe Gen5 x16/x16; "
         "power caps none vs 700/700 W; interconnect none vs NVLink"
     )
-    metrics = {m.metric: m for m in compare_reports(a, on_gpu).metrics}
-    assert metrics["peak VRAM GPU 0"].a is None and metrics["peak VRAM GPU 0"].b == 18009
+    result = compare_reports(a, on_gpu)
+    assert "peak VRAM GPU 0" not in {m.metric for m in result.metrics}
+    assert "peak VRAM GPU 0 is measured in B only" in result.warnings
 
 
 def test_engine_serving_and_patch_differences_are_warnings(a: Report, b: Report) -> None:
@@ -405,12 +426,13 @@ def test_reference_figures_against_a_run(a: Report, reference_recipe: Path) -> N
         "noise bands are unknown: published figures carry no standard deviations",
     ]
     metrics = {m.metric: m for m in result.metrics}
-    mean, _, _ = by_hand(a, "narrative", "decode_tps")
+    # a published figure is a Club-3090 mean: the run's mean is set against it
+    mean = statistics.fmean(by_hand(a, "narrative", "decode_tps"))
     narrative = metrics["narrative decode TPS"]
     assert (narrative.a, narrative.b) == (120.08, pytest.approx(mean))
     assert narrative.delta == pytest.approx(mean - 120.08)
     assert narrative.delta_pct == pytest.approx((mean - 120.08) / 120.08 * 100)
-    assert all(m.band is None and m.outside_noise is None for m in result.metrics)
+    assert all(m.band_pct is None and m.status is None for m in result.metrics)
     assert metrics["acceptance rate"].a == pytest.approx(50512 / 105616 * 100)
     assert metrics["acceptance length"].a == pytest.approx(1 + 50512 / 15088)
     assert metrics["prefill 512"].a == 1342

@@ -121,8 +121,9 @@ def test_grouping_and_cells_of_the_2x_h200_tp2_run() -> None:
         "custom all-reduce": "on (engine default)",
         "KV dtype": "auto",
         "max context": "100,000",
-        "narrative decode TPS": f"{narrative.mean:.2f} (CV {narrative.cv_pct:.1f}%)",
-        "code decode TPS": f"{code.mean:.2f} (CV {code.cv_pct:.1f}%)",
+        "narrative decode TPS": f"221.7 [206.4-224.4] (mean {narrative.mean:.1f}, CV "
+        f"{narrative.cv_pct:.1f}%)",
+        "code decode TPS": f"222.5 [221.8-224.1] (mean {code.mean:.1f}, CV {code.cv_pct:.1f}%)",
         "prefill tok/s": f"{prefill[10000].mean:,.0f} @10k / {prefill[90000].mean:,.0f} @90k",
         "peak VRAM": "130,429/130,429 MiB",
         "acceptance": "1.00 (0.0%)",
@@ -130,7 +131,8 @@ def test_grouping_and_cells_of_the_2x_h200_tp2_run() -> None:
         "date": "2026-11-29",
         "key": "example (832b86a2770d)",
     }
-    assert row.cells["narrative decode TPS"] == "218.57 (CV 3.4%)"
+    # the headline (the median of the five runs) leads; the Club-3090 mean is beside it
+    assert row.cells["narrative decode TPS"] == "221.7 [206.4-224.4] (mean 218.6, CV 3.4%)"
     assert row.cells["prefill tok/s"] == "50,254 @10k / 25,273 @90k"
     assert [g.vram.peak_mib for g in report.gpu_sampling.summaries] == [130429, 130429]
     tp1 = next(r for r in table.rows if r.source.endswith("h200-tp1.report.json"))
@@ -208,10 +210,10 @@ def test_include_unverified_lists_them_apart(
     assert len(rows) == 4  # header, rule, two files
     assert cells(rows[2])[0] == str(tampered)
     assert "the report was altered" in cells(rows[2])[1]
-    assert "118.57" in rows[2]  # what the tampered file claims, shown unchecked, apart
+    assert "mean 118.6" in rows[2]  # what the tampered file claims, shown unchecked, apart
     assert cells(rows[3])[0] == str(stranger)
     assert "which is not among the keys" in cells(rows[3])[1]
-    assert "118.57" not in main_part
+    assert "mean 118.6" not in main_part
     page = html.read_text()
     assert page.count('<tr class="g') == len(EXAMPLES) + 2
     assert '<section id="unverified">' in page
@@ -262,16 +264,19 @@ def test_compare_html_shows_both_runs_and_bands(tmp_path: Path) -> None:
     page = out.read_text()
     row = re.search(r'<tr id="m-0">(.*?)</tr>', page)
     assert row is not None
+    # the headlines (medians) with the one band of kit.noise, as the terminal table and the
+    # verdict show them
     assert re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1)) == [
-        "narrative decode TPS",
+        "narrative decode TPS *",
         "tok/s",
-        "180.98",
-        "185.77",
-        "+4.79",
-        "+2.6",
-        "9.04",
+        "177.11",
+        "185.40",
+        "+8.28",
+        "+4.7",
+        "6.4",
         "within noise",
     ]
-    assert "OUTSIDE noise (better)" in page  # prefill 10000
+    assert "OUTSIDE noise (lower, better)" in page  # energy per token
+    assert "INCONCLUSIVE (band too wide)" in page  # TTFT over 5 runs
     assert "20261201T151732Z-811bf3" in page and "20261201T175553Z-c46ae3" in page
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")

@@ -1,0 +1,138 @@
+"""The headline of a figure and the one noise rule every comparison uses.
+
+A figure's **headline** is the median of its runs (held streams left out) with a 95 % bootstrap
+interval, so one bad run cannot move it. Two headlines are compared by one **band**: the
+larger of the floor (what two sessions of one rig differ by that one session's runs cannot
+show) and the root sum of squares of both intervals' half-widths. A band wider than
+``MAX_BAND_PCT`` leaves the figure inconclusive. docs/noise.md has the derivation.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from kit.base import FrozenModel, KitModel
+
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+SEED = 0  # a fixed seed: a verifier recomputes the same interval from the same runs
+FLOOR_PCT = 3.0
+MAX_BAND_PCT = 10.0
+
+
+class Excluded(KitModel):
+    """A measured run the headline leaves out, and why."""
+
+    index: int = Field(description="The run's index among its prompt's measured runs.")
+    reason: str = Field(description="Why it was left out (e.g. a held stream, with figures).")
+
+
+class Headline(KitModel):
+    """The figure kit leads with: a median with its bootstrap interval."""
+
+    figure: str = Field(description="Which figure (decode_tps, prefill_tps).")
+    value: float | None = Field(description="Median over the runs used; None without any.")
+    statistic: Literal["median"] = Field(description="The statistic of the runs used.")
+    low: float | None = Field(description="Lower end of the interval (None below 2 runs).")
+    high: float | None = Field(description="Upper end of the interval (None below 2 runs).")
+    confidence: float = Field(description="The interval's nominal coverage (0.95).")
+    interval: Literal["bootstrap-percentile"] = Field(
+        description=f"How: {RESAMPLES} resamples of the runs with replacement (seed {SEED}), "
+        "the median of each, and the 2.5th and 97.5th percentiles of those."
+    )
+    runs_used: list[int] = Field(description="Indices of the measured runs used.")
+    runs_excluded: list[Excluded] = Field(description="Measured runs left out, with reasons.")
+
+    @property
+    def half_width_pct(self) -> float | None:
+        """Half the interval's width, in percent of the value."""
+        if self.value is None or self.low is None or self.high is None or not self.value:
+            return None
+        return (self.high - self.low) / 2 / abs(self.value) * 100
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile of sorted values (q in [0, 1])."""
+    pos = q * (len(sorted_values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def median_interval(values: Sequence[float]) -> tuple[float, float] | None:
+    """The bootstrap percentile interval of the median; None below two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    rng = random.Random(SEED)
+    medians = sorted(
+        statistics.median(values[rng.randrange(n)] for _ in range(n)) for _ in range(RESAMPLES)
+    )
+    tail = (1 - CONFIDENCE) / 2
+    return _percentile(medians, tail), _percentile(medians, 1 - tail)
+
+
+def headline(figure: str, runs: dict[int, float], excluded: dict[int, str]) -> Headline:
+    """The headline of one figure from its runs by index, leaving out ``excluded``."""
+    used = sorted(i for i in runs if i not in excluded)
+    values = [runs[i] for i in used]
+    interval = median_interval(values)
+    return Headline(
+        figure=figure,
+        value=statistics.median(values) if values else None,
+        statistic="median",
+        low=interval[0] if interval else None,
+        high=interval[1] if interval else None,
+        confidence=CONFIDENCE,
+        interval="bootstrap-percentile",
+        runs_used=used,
+        runs_excluded=[Excluded(index=i, reason=excluded[i]) for i in sorted(excluded)],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# one band for two figures
+
+Status = Literal["within", "outside", "inconclusive"]
+
+
+class Band(FrozenModel):
+    """The band of the difference between two figures, and where it came from."""
+
+    pct: float = Field(description="Half-width, in percent of the first figure.")
+    source: Literal["intervals", "floor"] = Field(
+        description="The two headlines' intervals, or the floor (the larger)."
+    )
+    too_wide: bool = Field(description=f"Wider than ±{MAX_BAND_PCT:g} %: no verdict rests on it.")
+
+
+def band(a_half_pct: float | None, b_half_pct: float | None) -> Band:
+    """``max(FLOOR_PCT, sqrt(ha² + hb²))``; a side without an interval adds nothing (a single
+    reading, a published figure), so the floor holds where neither has one."""
+    parts = [h for h in (a_half_pct, b_half_pct) if h is not None]
+    spread = math.sqrt(sum(h * h for h in parts)) if parts else 0.0
+    if spread > FLOOR_PCT:
+        return Band(pct=spread, source="intervals", too_wide=spread > MAX_BAND_PCT)
+    return Band(pct=FLOOR_PCT, source="floor", too_wide=False)
+
+
+Direction = Literal["higher", "lower", "same"]
+
+
+def direction(delta_pct: float | None) -> Direction | None:
+    if delta_pct is None:
+        return None
+    return "higher" if delta_pct > 0 else "lower" if delta_pct < 0 else "same"
+
+
+def judged(delta_pct: float | None, b: Band) -> Status:
+    """A difference against its band: inconclusive without a delta or with a band too wide."""
+    if delta_pct is None or b.too_wide:
+        return "inconclusive"
+    return "within" if abs(delta_pct) <= b.pct else "outside"

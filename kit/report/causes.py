@@ -1,0 +1,160 @@
+"""The decode findings of verdict rules 2: each names a cause kit can see, or what it checked.
+
+Per prompt of the sequential protocol, from the records alone (a verifier gets the same):
+
+- ``held-stream`` (warning): runs the server held, left out of the headline (kit.bench.held);
+- ``too-few-clean-runs`` (error): fewer than ``MIN_CLEAN_RUNS`` runs left for the headline;
+- ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes;
+- ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure);
+- ``host-contention`` (warning): the machine's cores saturated while measuring, with held or
+  noisy runs: the engine, the API server and the client competed for them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING
+
+from kit.bench.held import held_runs
+from kit.noise import FLOOR_PCT, headline
+from kit.probe import Finding
+
+if TYPE_CHECKING:
+    from kit.probe import HostLoad
+    from kit.report.schema import Report
+
+CV_LIMIT_PCT = 5.0
+MIN_CLEAN_RUNS = 3
+# a drift: Kendall's tau at least this strong, and a fitted change over the runs of FLOOR_PCT
+DRIFT_TAU = 0.8
+DRIFT_MIN_RUNS = 4
+# the machine was saturated: this share of all its cores busy while measuring
+CONTENTION_BUSY_PCT = 90.0
+
+
+def _finding(code: str, severity: str, message: str) -> Finding:
+    return Finding.model_validate({"code": code, "severity": severity, "message": message})
+
+
+def kendall_tau(values: list[float]) -> float:
+    """Kendall's tau of the values against their order (ties count for neither)."""
+    n = len(values)
+    pairs = n * (n - 1) / 2
+    if not pairs:
+        return 0.0
+    score = sum(
+        (values[j] > values[i]) - (values[j] < values[i]) for i in range(n) for j in range(i + 1, n)
+    )
+    return score / pairs
+
+
+def drift_pct(values: list[float]) -> float:
+    """The least-squares change from the first run to the last, in percent of the median."""
+    n = len(values)
+    mean_x = (n - 1) / 2
+    mean_y = statistics.fmean(values)
+    sxx = sum((i - mean_x) ** 2 for i in range(n))
+    slope = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values)) / sxx
+    return slope * (n - 1) / statistics.median(values) * 100
+
+
+def _contention(load: HostLoad | None) -> str | None:
+    if load is None or load.busy_pct is None or load.busy_pct < CONTENTION_BUSY_PCT:
+        return None
+    own = f"{load.own_cpu_pct:.0f} %" if load.own_cpu_pct is not None else "?"
+    other = f"{load.other_cpu_pct:.0f} %" if load.other_cpu_pct is not None else "?"
+    return (
+        f"host contention: the {load.cores or '?'} cores were {load.busy_pct:.0f} % busy while "
+        f"measuring (kit, the engine and its API server {own}, other processes {other})"
+    )
+
+
+def _checked(load: HostLoad | None, drift: str | None) -> str:
+    """What was looked at when no cause was found."""
+    parts = ["no held stream left in the headline"]
+    if load is None or load.busy_pct is None:
+        parts.append("host load not measured")
+    else:
+        parts.append(
+            f"host {load.busy_pct:.0f} % busy (others {load.other_cpu_pct or 0:.0f} %), below "
+            f"{CONTENTION_BUSY_PCT:g} %"
+        )
+    parts.append(drift or "no drift across the runs")
+    return "no cause found (checked: " + "; ".join(parts) + ")"
+
+
+def decode_findings(report: Report) -> list[Finding]:
+    found: list[Finding] = []
+    bench = report.bench
+    if bench is None:
+        return found
+    load = report.host_load
+    contention = _contention(load)
+    contended = False
+    for p in bench.prompts:
+        name = p.prompt
+        usable = {
+            r.index: r.decode_tps
+            for r in bench.records
+            if r.prompt == name and r.phase == "measured" and r.usable and r.decode_tps is not None
+        }
+        held = held_runs(name, bench.records)
+        head = headline("decode_tps", usable, held)
+        values = [usable[i] for i in head.runs_used]
+        if held:
+            listed = "; ".join(f"#{i}: {why}" for i, why in sorted(held.items()))
+            found.append(
+                _finding(
+                    "held-stream",
+                    "warning",
+                    f"{name}: {len(held)} of {len(usable)} measured runs were held streams, left "
+                    f"out of the headline ({listed})" + (f"; {contention}" if contention else ""),
+                )
+            )
+            contended = contended or contention is not None
+            if len(values) < MIN_CLEAN_RUNS:
+                found.append(
+                    _finding(
+                        "too-few-clean-runs",
+                        "error",
+                        f"{name}: {len(values)} of {len(usable)} measured runs are clean, the "
+                        f"headline needs {MIN_CLEAN_RUNS}: the server held the others (see "
+                        "held-stream)",
+                    )
+                )
+        drift = None
+        if len(values) >= DRIFT_MIN_RUNS:
+            tau, change = kendall_tau(values), drift_pct(values)
+            if abs(tau) >= DRIFT_TAU and abs(change) >= FLOOR_PCT:
+                drift = (
+                    f"a steady {'rise' if change > 0 else 'fall'} of {change:+.1f} % over runs "
+                    f"{head.runs_used[0]}-{head.runs_used[-1]} ({values[0]:,.1f} -> "
+                    f"{values[-1]:,.1f} tok/s, Kendall tau {tau:+.2f})"
+                )
+                found.append(
+                    _finding(
+                        "decode-drift",
+                        "warning",
+                        f"{name}: decode TPS drifts: {drift}: heat, clocks or memory pressure "
+                        "changed while measuring",
+                    )
+                )
+        if len(values) > 1 and statistics.fmean(values):
+            cv = statistics.stdev(values) / statistics.fmean(values) * 100
+            if cv > CV_LIMIT_PCT:
+                causes = [c for c in (contention, drift) if c]
+                if load is not None and (load.other_cpu_pct or 0) > 10:
+                    causes.append(f"other processes used {load.other_cpu_pct:.0f} % of the CPU")
+                contended = contended or contention is not None
+                found.append(
+                    _finding(
+                        "decode-cv-high",
+                        "error",
+                        f"{name}: decode TPS CV {cv:.1f} % over the headline's {len(values)} runs "
+                        f"is above {CV_LIMIT_PCT:.0f} %; "
+                        + ("; ".join(causes) if causes else _checked(load, drift)),
+                    )
+                )
+    if contended and contention is not None:
+        found.append(_finding("host-contention", "warning", contention))
+    return found

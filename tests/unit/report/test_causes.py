@@ -1,0 +1,95 @@
+"""Verdict rules 2: every decode error names a cause kit can see, or what it checked; a drift
+across runs and a saturated host are named with their figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kit.probe import HostLoad
+from kit.report import Report
+from kit.report.causes import drift_pct, kendall_tau
+from kit.report.files import read_report
+from kit.report.validity import RULES, verdict
+
+
+@pytest.fixture(scope="module")
+def a(repo_root: Path) -> Report:
+    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-a.json", allow_unsigned=True)[0]
+
+
+def with_decode(report: Report, prompt: str, values: list[float], **update: Any) -> Report:
+    """The report with one prompt's measured runs decoding at ``values`` (by index)."""
+    assert report.bench is not None
+    records = [
+        r.model_copy(update={"decode_tps": values[r.index]})
+        if r.prompt == prompt and r.phase == "measured"
+        else r
+        for r in report.bench.records
+    ]
+    bench = report.bench.model_copy(update={"records": records})
+    return report.model_copy(update={"bench": bench, **update})
+
+
+def load(busy: float, own: float, other: float) -> HostLoad:
+    return HostLoad(
+        window_s=20.0, windows=2, samples=40, cores=2, busy_pct=busy, steal_pct=0.0,
+        own_cpu_pct=own, other_cpu_pct=other, loadavg_start=1.0, loadavg_end=2.0, top_other=[],
+        foreign_gpu_processes=None, foreign_gpu_unavailable="no NVML", error=None,
+    )  # fmt: skip
+
+
+def codes(report: Report) -> list[tuple[str, str]]:
+    return [(f.code, f.severity) for f in verdict(report).reasons]
+
+
+def message(report: Report, code: str) -> str:
+    return next(f.message for f in verdict(report).reasons if f.code == code)
+
+
+def test_new_reports_are_judged_by_rules_2(a: Report) -> None:
+    assert RULES == 2 and verdict(a).rules == 2
+    assert a.validity.rules == 1  # the fixture keeps the rules it was written with
+
+
+def test_a_steady_fall_is_a_drift_warning_with_its_slope(a: Report) -> None:
+    # the committed TP=2 H200 report's narrative shape: 224 -> 206 over five runs, CV 3.4 %
+    falling = with_decode(a, "narrative", [224.0, 219.5, 214.0, 211.0, 206.0])
+    assert ("decode-drift", "warning") in codes(falling)
+    text = message(falling, "decode-drift")
+    assert text.startswith("narrative: decode TPS drifts: a steady fall of -8.")
+    assert "(224.0 -> 206.0 tok/s, Kendall tau -1.00)" in text
+    assert verdict(falling).valid  # CV 3.4 %: a warning, not an error
+
+
+def test_a_noisy_figure_without_a_visible_cause_says_what_was_checked(a: Report) -> None:
+    noisy = with_decode(a, "code", [100.0, 120.0, 95.0, 118.0, 101.0], host_load=load(60, 55, 3))
+    assert ("decode-cv-high", "error") in codes(noisy)
+    text = message(noisy, "decode-cv-high")
+    assert text.startswith("code: decode TPS CV ") and "over the headline's 5 runs" in text
+    assert text.endswith(
+        "no cause found (checked: no held stream left in the headline; host 60 % busy (others "
+        "3 %), below 90 %; no drift across the runs)"
+    )
+
+
+def test_a_saturated_host_is_named_as_the_cause(a: Report) -> None:
+    noisy = with_decode(a, "code", [100.0, 120.0, 95.0, 118.0, 101.0], host_load=load(97, 89, 8))
+    contention = (
+        "host contention: the 2 cores were 97 % busy while measuring (kit, the engine and its "
+        "API server 89 %, other processes 8 %)"
+    )
+    assert message(noisy, "decode-cv-high").endswith(contention)
+    assert message(noisy, "host-contention") == contention
+    # a saturated host with steady runs is not named: nothing suffered from it
+    steady = a.model_copy(update={"host_load": load(97, 89, 8)})
+    assert "host-contention" not in [c for c, _ in codes(steady)]
+
+
+def test_tau_and_drift() -> None:
+    assert kendall_tau([1.0, 2.0, 3.0, 4.0]) == 1.0
+    assert kendall_tau([4.0, 3.0, 2.0, 1.0]) == -1.0
+    assert kendall_tau([1.0, 3.0, 2.0, 4.0]) == pytest.approx(2 / 3)
+    assert drift_pct([100.0, 101.0, 102.0, 103.0]) == pytest.approx(3 / 101.5 * 100)

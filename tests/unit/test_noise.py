@@ -1,0 +1,44 @@
+"""kit.noise: a headline that one bad run cannot move, and the one band rule."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from kit.noise import FLOOR_PCT, MAX_BAND_PCT, band, headline, judged, median_interval
+
+
+def test_the_interval_holds_the_median_and_is_the_same_every_time() -> None:
+    runs = [124.0, 121.5, 126.2, 123.1, 125.0]
+    interval = median_interval(runs)
+    assert interval is not None and interval == median_interval(runs)  # a verifier's recompute
+    low, high = interval
+    assert min(runs) <= low <= statistics.median(runs) <= high <= max(runs)
+    assert median_interval([5.0]) is None and median_interval([]) is None
+
+
+def test_one_flooded_run_moves_the_mean_and_not_the_headline() -> None:
+    runs = {0: 124.0, 1: 121.5, 2: 15_890.0, 3: 123.1, 4: 125.0}
+    kept = headline("decode_tps", runs, {})
+    assert kept.value == 124.0  # the median, even with the flood in
+    left_out = headline("decode_tps", runs, {2: "held"})
+    assert left_out.runs_used == [0, 1, 3, 4] and left_out.value == pytest.approx(123.55)
+    assert [(e.index, e.reason) for e in left_out.runs_excluded] == [(2, "held")]
+    assert left_out.half_width_pct is not None and left_out.half_width_pct < 2
+    assert headline("decode_tps", {}, {}).value is None
+
+
+def test_the_band_is_the_floor_or_both_intervals() -> None:
+    assert band(None, None).pct == FLOOR_PCT and band(None, None).source == "floor"
+    assert band(1.0, 2.0).pct == FLOOR_PCT  # sqrt(5) < 3
+    wide = band(6.0, 8.0)
+    assert (wide.pct, wide.source, wide.too_wide) == (10.0, "intervals", False)
+    assert band(8.0, 8.0).too_wide and band(8.0, 8.0).pct > MAX_BAND_PCT
+
+
+def test_judged() -> None:
+    assert judged(2.9, band(None, None)) == "within"
+    assert judged(-3.1, band(None, None)) == "outside"
+    assert judged(0.0, band(9.0, 9.0)) == "inconclusive"
+    assert judged(None, band(None, None)) == "inconclusive"
