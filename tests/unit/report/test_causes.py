@@ -13,6 +13,7 @@ from kit.report import Report
 from kit.report.causes import drift_pct, kendall_tau
 from kit.report.files import read_report
 from kit.report.validity import RULES, verdict
+from kit.signing import load_public_key
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +50,16 @@ def message(report: Report, code: str) -> str:
     return next(f.message for f in verdict(report).reasons if f.code == code)
 
 
-def test_new_reports_are_judged_by_rules_2(a: Report) -> None:
-    assert RULES == 2 and verdict(a).rules == 2
-    assert a.validity.rules == 1  # the fixture keeps the rules it was written with
+def test_new_reports_are_judged_by_rules_2_and_old_ones_keep_theirs(
+    a: Report, repo_root: Path
+) -> None:
+    assert RULES == 2 and verdict(a).rules == 2 and a.validity.rules == 2
+    path = repo_root / "examples/reports/h200x2-tp2.report.json"
+    old, _ = read_report(path, load_public_key(repo_root / "examples/keys/example.pub"))
+    assert old.validity.rules == 1  # signed before rules 2: absent, read as 1
+    assert verdict(old, old.host, old.gpu_sampling, rules=1) == old.validity
+    # rules 2 would add the drift of its narrative runs (224 -> 206 tok/s)
+    assert "decode-drift" in [f.code for f in verdict(old, old.host, old.gpu_sampling).reasons]
 
 
 def test_a_steady_fall_is_a_drift_warning_with_its_slope(a: Report) -> None:
@@ -93,3 +101,22 @@ def test_tau_and_drift() -> None:
     assert kendall_tau([4.0, 3.0, 2.0, 1.0]) == -1.0
     assert kendall_tau([1.0, 3.0, 2.0, 4.0]) == pytest.approx(2 / 3)
     assert drift_pct([100.0, 101.0, 102.0, 103.0]) == pytest.approx(3 / 101.5 * 100)
+
+
+def test_memory_rising_at_every_window_end_is_named(repo_root: Path) -> None:
+    gpu = read_report(repo_root / "tests/fixtures/reports/h200x2.json", allow_unsigned=True)[0]
+    assert gpu.gpu_sampling is not None
+    assert "vram-growth" not in [c for c, _ in codes(gpu)]  # the recorded run: steady
+    # three measured windows whose ends read more memory each time
+    end = next(x for x in gpu.gpu_sampling.samples if x.mark == "measure_end" and x.gpu == 0)
+    others = [x for x in gpu.gpu_sampling.samples if not (x.mark == "measure_end" and x.gpu == 0)]
+    samples = others + [
+        end.model_copy(update={"memory_used_mib": mib, "t_s": end.t_s + i})
+        for i, mib in enumerate((1000, 1400, 1800))
+    ]
+    leaking = gpu.model_copy(
+        update={"gpu_sampling": gpu.gpu_sampling.model_copy(update={"samples": samples})}
+    )
+    [growth] = [f for f in verdict(leaking).reasons if f.code == "vram-growth"]
+    assert growth.message.startswith("GPU 0: memory in use rose at each of ")
+    assert "3 measured windows' ends, 1,000 -> 1,800 MiB (+800 MiB)" in growth.message
