@@ -8,7 +8,8 @@
 # Docker is not used (make's HAS_DOCKER is set empty), so the runs are native, as on a machine
 # without it. Writes OUT.json (default bench/results/first-run-<date>.json): per run its exit
 # code, seconds, validity (valid, every reason with its code and message), and per prompt the
-# headline (value, interval, runs used and left out) and the Club-3090 mean and CV; per re-run
+# headline (value, interval, runs used and left out) and the Club-3090 mean and CV, and per
+# prefill depth its headline and each run's tok/s; per re-run
 # its exit code and verdict with every figure's band. Run it on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,10 +48,20 @@ if path.is_file():
     row["reasons"] = [{"code": r["code"], "severity": r["severity"], "message": r["message"]}
                       for r in v["reasons"]]
     row["engine_choices"] = (payload.get("server") or {}).get("engine_choices")
+    bench = payload.get("bench") or {}
     row["prompts"] = {
         p["prompt"]: {"headline": p.get("headline"), "mean": p["decode_tps"]["mean"],
                       "cv_pct": p["decode_tps"]["cv_pct"]}
-        for p in (payload.get("bench") or {}).get("prompts", [])
+        for p in bench.get("prompts", [])
+    }
+    row["prefill"] = {
+        str(p["depth"]): {
+            "headline": p.get("headline"),
+            "runs_tps": [r["prompt_tokens"] / r["ttft_s"] for r in bench.get("records", [])
+                         if r["prompt"] == f"prefill-{p['depth']}" and r["phase"] == "prefill"
+                         and r.get("ttft_s") and r.get("prompt_tokens")],
+        }
+        for p in bench.get("prefill", []) if p["status"] == "measured"
     }
     rep = payload.get("reproduction")
     if rep is not None:

@@ -5,7 +5,8 @@ Per prompt of the sequential protocol, from the records alone (a verifier gets t
 - ``held-stream`` (warning): runs the server held, left out of the headline (kit.bench.held);
 - ``too-few-clean-runs`` (error): fewer than ``MIN_CLEAN_RUNS`` runs left for the headline;
 - ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes;
-- ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure);
+- ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure):
+  a least-squares slope whose t-test rejects no trend at 5 %, and a change of 3 % or more;
 - ``host-contention`` (warning): the machine's cores saturated while measuring, with held or
   noisy runs: the engine, the API server and the client competed for them;
 - ``vram-growth`` (warning): a GPU's memory in use rose at every measured window's end, by
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
 
 CV_LIMIT_PCT = 5.0
 MIN_CLEAN_RUNS = 3
-# a drift: Kendall's tau at least this strong, and a fitted change over the runs of FLOOR_PCT
-DRIFT_TAU = 0.8
-DRIFT_MIN_RUNS = 4
+# a drift: a least-squares slope over the runs whose t-test rejects no trend at 5 %, and a
+# fitted change over the runs of at least FLOOR_PCT
+DRIFT_MIN_RUNS = 5
 # the machine was saturated: this share of all its cores busy while measuring
 CONTENTION_BUSY_PCT = 90.0
 VRAM_GROWTH_MIB = 256
@@ -50,6 +51,29 @@ def kendall_tau(values: list[float]) -> float:
         (values[j] > values[i]) - (values[j] < values[i]) for i in range(n) for j in range(i + 1, n)
     )
     return score / pairs
+
+
+# Student's t at 97.5 % by degrees of freedom (two-sided 5 %); 1.96 beyond the table
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}  # fmt: skip
+
+
+def t_critical(df: int) -> float:
+    """The two-sided 5 % critical t for ``df`` degrees of freedom (the next smaller df listed)."""
+    listed = [d for d in _T975 if d <= df]
+    return _T975[max(listed)] if listed and df <= 30 else 1.96
+
+
+def slope_t(values: list[float]) -> float:
+    """The least-squares slope of the runs against their order over its standard error."""
+    n = len(values)
+    mean_x, mean_y = (n - 1) / 2, statistics.fmean(values)
+    sxx = sum((i - mean_x) ** 2 for i in range(n))
+    slope = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values)) / sxx
+    fit = [mean_y + slope * (i - mean_x) for i in range(n)]
+    residual = sum((v - f) ** 2 for v, f in zip(values, fit, strict=True)) / (n - 2)
+    se = (residual / sxx) ** 0.5
+    return slope / se if se else float("inf") if slope else 0.0
 
 
 def drift_pct(values: list[float]) -> float:
@@ -156,12 +180,12 @@ def decode_findings(report: Report) -> list[Finding]:
                 )
         drift = None
         if len(values) >= DRIFT_MIN_RUNS:
-            tau, change = kendall_tau(values), drift_pct(values)
-            if abs(tau) >= DRIFT_TAU and abs(change) >= FLOOR_PCT:
+            tau, change, t = kendall_tau(values), drift_pct(values), slope_t(values)
+            if abs(t) >= t_critical(len(values) - 2) and abs(change) >= FLOOR_PCT:
                 drift = (
                     f"a steady {'rise' if change > 0 else 'fall'} of {change:+.1f} % over runs "
                     f"{head.runs_used[0]}-{head.runs_used[-1]} ({values[0]:,.1f} -> "
-                    f"{values[-1]:,.1f} tok/s, Kendall tau {tau:+.2f})"
+                    f"{values[-1]:,.1f} tok/s, Kendall tau {tau:+.2f}, slope t {t:+.1f})"
                 )
                 found.append(
                     _finding(

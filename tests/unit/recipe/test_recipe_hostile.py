@@ -275,7 +275,7 @@ INVALID = [
     (
         "max_tokens: 16",
         "max_tokens: 2048",
-        ":83:5: bench.prefill.max_tokens 2048 leaves no room for a prompt in server.max_model_len "
+        ":85:5: bench.prefill.max_tokens 2048 leaves no room for a prompt in server.max_model_len "
         "2048",
     ),
     (

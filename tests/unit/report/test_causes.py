@@ -10,7 +10,7 @@ import pytest
 
 from kit.probe import HostLoad
 from kit.report import Report
-from kit.report.causes import drift_pct, kendall_tau
+from kit.report.causes import drift_pct, kendall_tau, slope_t, t_critical
 from kit.report.files import read_report
 from kit.report.validity import RULES, verdict
 from kit.signing import load_public_key
@@ -68,7 +68,7 @@ def test_a_steady_fall_is_a_drift_warning_with_its_slope(a: Report) -> None:
     assert ("decode-drift", "warning") in codes(falling)
     text = message(falling, "decode-drift")
     assert text.startswith("narrative: decode TPS drifts: a steady fall of -8.")
-    assert "(224.0 -> 206.0 tok/s, Kendall tau -1.00)" in text
+    assert "(224.0 -> 206.0 tok/s, Kendall tau -1.00, slope t -" in text
     assert verdict(falling).valid  # CV 3.4 %: a warning, not an error
 
 
@@ -96,11 +96,19 @@ def test_a_saturated_host_is_named_as_the_cause(a: Report) -> None:
     assert "host-contention" not in [c for c, _ in codes(steady)]
 
 
+def test_scatter_without_a_slope_is_no_drift(a: Report) -> None:
+    # first and last 5 % apart, but the runs between scatter: the slope is not significant
+    scatter = [257.8, 271.0, 255.0, 268.0, 270.9]
+    assert abs(slope_t(scatter)) < t_critical(3)
+    assert "decode-drift" not in [c for c, _ in codes(with_decode(a, "code", scatter))]
+
+
 def test_tau_and_drift() -> None:
     assert kendall_tau([1.0, 2.0, 3.0, 4.0]) == 1.0
     assert kendall_tau([4.0, 3.0, 2.0, 1.0]) == -1.0
     assert kendall_tau([1.0, 3.0, 2.0, 4.0]) == pytest.approx(2 / 3)
     assert drift_pct([100.0, 101.0, 102.0, 103.0]) == pytest.approx(3 / 101.5 * 100)
+    assert t_critical(3) == 3.182 and t_critical(11) == 2.228 and t_critical(100) == 1.96
 
 
 def test_memory_rising_at_every_window_end_is_named(repo_root: Path) -> None:

@@ -450,7 +450,7 @@ def test_reference_with_another_protocol_is_refused(
         compare_with_reference(a, path)
     assert info.value.message == (
         f"the report and the reference in {path} are not comparable: protocol differs\n"
-        "protocol: bench.runs 3 vs 5"
+        "protocol: bench.runs 3 vs 5; bench.prefill.runs 3 vs 5"
     )
     forced = compare_with_reference(a, path, force=True)
     assert forced.forced and forced.differences[0].aspect == "protocol"
