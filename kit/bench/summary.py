@@ -93,17 +93,30 @@ class BenchResult(KitModel):
         return data
 
 
+def decode_runs(prompt: str, records: list[RequestRecord]) -> dict[int, float]:
+    """A prompt's usable measured runs' decode tokens/s, by run index."""
+    return {
+        r.index: r.decode_tps
+        for r in records
+        if r.prompt == prompt and r.phase == "measured" and r.usable and r.decode_tps is not None
+    }
+
+
+def decode_headline(prompt: str, records: list[RequestRecord]) -> Headline:
+    """A prompt's decode headline: its usable runs, the held streams left out."""
+    return headline("decode_tps", decode_runs(prompt, records), held_runs(prompt, records))
+
+
 def summarize_prompt(prompt: Prompt, records: list[RequestRecord]) -> PromptSummary:
     """One prompt's statistics over its usable measured runs (spec decode and server aside)."""
     measured = [r for r in records if r.prompt == prompt.name and r.phase == "measured"]
     usable = [r for r in measured if r.usable]
-    runs = {r.index: r.decode_tps for r in usable if r.decode_tps is not None}
     return PromptSummary(
         prompt=prompt.name,
         max_tokens=prompt.max_tokens,
         measured=len(measured),
         usable=len(usable),
-        headline=headline("decode_tps", runs, held_runs(prompt.name, records)),
+        headline=decode_headline(prompt.name, records),
         decode_tps=summarize(r.decode_tps for r in usable if r.decode_tps is not None),
         wall_tps=summarize(r.wall_tps for r in usable if r.wall_tps is not None),
         ttft_ms=summarize(r.ttft_s * 1000 for r in usable if r.ttft_s is not None),

@@ -20,6 +20,7 @@ import statistics
 from typing import TYPE_CHECKING
 
 from kit.bench.held import held_runs
+from kit.bench.summary import decode_runs
 from kit.noise import FLOOR_PCT, headline
 from kit.probe import Finding
 
@@ -149,11 +150,7 @@ def decode_findings(report: Report) -> list[Finding]:
     contended = False
     for p in bench.prompts:
         name = p.prompt
-        usable = {
-            r.index: r.decode_tps
-            for r in bench.records
-            if r.prompt == name and r.phase == "measured" and r.usable and r.decode_tps is not None
-        }
+        usable = decode_runs(name, bench.records)
         held = held_runs(name, bench.records)
         head = headline("decode_tps", usable, held)
         values = [usable[i] for i in head.runs_used]

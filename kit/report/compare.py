@@ -19,9 +19,9 @@ from pydantic import Field
 from kit.base import FrozenModel
 from kit.errors import VerificationFailed
 from kit.metrics import Stats
-from kit.probe import Unavailable
 from kit.report.comparability import Difference, comparability, refuse_or_keep
 from kit.report.deltas import MetricDelta, delta, figure_deltas
+from kit.report.figures import peaks
 from kit.report.schema import Report
 from kit.report.verdict import Reproduction
 
@@ -53,17 +53,6 @@ class Comparison(FrozenModel):
 
 def mean(s: Stats | None) -> float | None:
     return s.mean if s is not None else None
-
-
-def peaks(report: Report) -> dict[int, float]:
-    s = report.gpu_sampling
-    if s is None:
-        return {}
-    return {
-        g.gpu: float(g.vram.peak_mib)
-        for g in s.summaries
-        if not isinstance(g.vram.peak_mib, Unavailable)
-    }
 
 
 def label(report: Report) -> str:

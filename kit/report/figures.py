@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kit.bench.held import held_runs
 from kit.bench.stream import RequestRecord
+from kit.bench.summary import decode_headline
 from kit.noise import Headline, headline
 from kit.probe import Unavailable
 from kit.report.schema import Report
@@ -29,11 +29,10 @@ class Figure:
     value: float | None
     half_width_pct: float | None  # None: a single reading or a counter
     headline: bool  # judged by the reproduction verdict
-    runs_excluded: int = 0
 
 
 def _of(h: Headline, name: str, unit: str, up: bool, judged: bool) -> Figure:
-    return Figure(name, unit, up, h.value, h.half_width_pct, judged, len(h.runs_excluded))
+    return Figure(name, unit, up, h.value, h.half_width_pct, judged)
 
 
 def prompt_headline(report: Report, prompt: str) -> Headline | None:
@@ -44,12 +43,7 @@ def prompt_headline(report: Report, prompt: str) -> Headline | None:
     for p in b.prompts:
         if p.prompt == prompt and p.headline is not None:
             return p.headline
-    runs = {
-        r.index: r.decode_tps
-        for r in b.records
-        if r.prompt == prompt and r.phase == "measured" and r.usable and r.decode_tps is not None
-    }
-    return headline("decode_tps", runs, held_runs(prompt, b.records))
+    return decode_headline(prompt, b.records)
 
 
 def _runs(records: list[RequestRecord], prompt: str, phase: str) -> list[RequestRecord]:
@@ -113,6 +107,18 @@ def _load_figures(report: Report) -> list[Figure]:
     return out
 
 
+def peaks(report: Report) -> dict[int, float]:
+    """Each sampled GPU's peak memory in use over the measured window, MiB."""
+    s = report.gpu_sampling
+    if s is None:
+        return {}
+    return {
+        g.gpu: float(g.vram.peak_mib)
+        for g in s.summaries
+        if not isinstance(g.vram.peak_mib, Unavailable)
+    }
+
+
 def _other_figures(report: Report) -> list[Figure]:
     out: list[Figure] = []
     s = report.bench.spec_decode if report.bench else None
@@ -120,10 +126,8 @@ def _other_figures(report: Report) -> list[Figure]:
         rate = s.acceptance_rate * 100 if s.acceptance_rate is not None else None
         out.append(_single("acceptance rate", "%", rate, True))
         out.append(_single("acceptance length", "tokens", s.acceptance_length, True))
-    sampling = report.gpu_sampling
-    for g in sampling.summaries if sampling else []:
-        if not isinstance(g.vram.peak_mib, Unavailable):
-            out.append(_single(f"peak VRAM GPU {g.gpu}", "MiB", float(g.vram.peak_mib), False))
+    for gpu, mib in peaks(report).items():
+        out.append(_single(f"peak VRAM GPU {gpu}", "MiB", mib, False))
     if report.energy_per_token_j is not None:
         out.append(_single("energy", "J/token", report.energy_per_token_j, False))
     return out
