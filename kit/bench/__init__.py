@@ -6,15 +6,17 @@ chunk only. /metrics is scraped around each measured window for speculative-deco
 server-side figures. Every request's raw record is kept; an error or a dying server ends the
 bench early with the runs so far, marked incomplete.
 
-- :mod:`kit.bench.stream`: one streamed request and its :class:`RequestRecord`.
+- :mod:`kit.bench.stream`: one streamed request's rules and its :class:`RequestRecord`.
+- :mod:`kit.bench.aio`: the client, for both protocols (:class:`SequentialClient` one at a time).
 - :mod:`kit.bench.runner`: :class:`Bencher`, the protocol against one server.
 - :mod:`kit.bench.summary`: :class:`BenchResult` and the summaries computed from the records.
 """
 
 from __future__ import annotations
 
+from kit.bench.aio import SequentialClient
 from kit.bench.runner import Bencher, model_info
-from kit.bench.stream import BenchAborted, Phase, RequestRecord, request_body, stream_request
+from kit.bench.stream import BenchAborted, Phase, RequestRecord, request_body
 from kit.bench.summary import (
     BenchResult,
     PrefillResult,
@@ -31,9 +33,9 @@ __all__ = [
     "PrefillResult",
     "PromptSummary",
     "RequestRecord",
+    "SequentialClient",
     "model_info",
     "request_body",
-    "stream_request",
     "summarize_prefill",
     "summarize_prompt",
 ]

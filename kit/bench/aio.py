@@ -1,4 +1,8 @@
-"""The load client: streamed chat requests over asyncio, many in flight in one thread.
+"""kit's one client: streamed chat requests over asyncio, for both protocols.
+
+The load protocol keeps many streams in flight in one thread (:func:`stream_request` per
+stream); the sequential protocol (the Club-3090 runs, the prefill probe) sends one at a time
+through :class:`SequentialClient`, which drives the same coroutine on a private event loop.
 
 A plain HTTP/1.1 client on asyncio streams, one keep-alive connection per stream in flight:
 no HTTP library between the socket and the clock, so each event's arrival time is taken when
@@ -16,23 +20,29 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from kit.bench.stream import BenchAborted, Phase, RequestRecord, StreamState, utc_now_ms
+
+# how a connection is opened: asyncio.open_connection, or a test's scripted streams
+Opener = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+Clock = Callable[[], float]
 
 
 class Connection:
     """One keep-alive HTTP/1.1 connection to the server, opened on first use and again after
     the server closes it."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, opener: Opener | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"{url}: the load client speaks plain http:// only")
         self.host = parts.hostname
         self.port = parts.port or 80
         self.base = parts.path.rstrip("/")
+        self.opener: Opener = opener or asyncio.open_connection
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         # False once a response said the connection ends with it (closed before the next
@@ -43,7 +53,7 @@ class Connection:
         if not self.reusable:
             await self.close()
         if self.reader is None or self.writer is None or self.writer.is_closing():
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            self.reader, self.writer = await self.opener(self.host, self.port)
             self.reusable = True
         return self.reader, self.writer
 
@@ -55,10 +65,16 @@ class Connection:
         self.reader = self.writer = None
 
     async def post_stream(
-        self, path: str, body: bytes, stall_s: float, first_s: float
+        self,
+        path: str,
+        body: bytes,
+        first_s: float,
+        read_s: Callable[[], float],
+        clock: Clock = time.perf_counter,
     ) -> tuple[int, Any]:
         """Send a POST; return the status and an async iterator of (arrival, data line) over
-        the body. The status line may take ``first_s``; every later read ``stall_s``."""
+        the body. The status line may take ``first_s``; each later read ``read_s()`` (asked
+        before every read: the caller's wait may change once text flows)."""
         head = (
             f"POST {self.base}{path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
@@ -85,7 +101,7 @@ class Connection:
             raise BenchAborted(f"not an HTTP response: {status_line[:80]!r}") from None
         headers: dict[str, str] = {}
         while True:
-            line = await asyncio.wait_for(reader.readuntil(b"\r\n"), stall_s)
+            line = await asyncio.wait_for(reader.readuntil(b"\r\n"), read_s())
             if line == b"\r\n":
                 break
             key, _, value = line.decode("latin-1").partition(":")
@@ -100,10 +116,14 @@ class Connection:
         )
         if not keep:  # a body that ends at close, or a server that closes: a new one next time
             self.reusable = False
-        return status, self._lines(reader, headers, stall_s)
+        return status, self._lines(reader, headers, read_s, clock)
 
     async def _lines(
-        self, reader: asyncio.StreamReader, headers: dict[str, str], stall_s: float
+        self,
+        reader: asyncio.StreamReader,
+        headers: dict[str, str],
+        read_s: Callable[[], float],
+        clock: Clock,
     ) -> Any:
         """(arrival, the ``data:`` payloads that read brought) for each read of the socket, up
         to the body's end. One read may bring many events: they share its arrival time."""
@@ -115,8 +135,8 @@ class Connection:
         ended = False
         while not ended:
             want = 65536 if left is None else min(left, 65536)
-            data = await asyncio.wait_for(reader.read(want), stall_s) if want else b""
-            now = time.perf_counter()
+            data = await asyncio.wait_for(reader.read(want), read_s()) if want else b""
+            now = clock()
             if not data:
                 ended = True
             elif chunked:
@@ -166,6 +186,17 @@ async def _status_line(reader: asyncio.StreamReader, first_s: float) -> bytes:
     return line
 
 
+def _timeout_error(state: StreamState, first_s: float | None, stall_s: float) -> str:
+    """What a read that timed out means: with a first-token wait longer than the stall limit
+    (the prefill probe), no first chunk within it, or a silence once text flowed."""
+    if first_s is not None and first_s > stall_s:
+        if state.chunks == 0:
+            return f"no first token within {first_s:g} s (the prefill budget)"
+        if state.ttft is not None:
+            return f"stream stalled (no chunk for {stall_s:g} s once tokens flowed)"
+    return "stream stalled (no data within the stall timeout)"
+
+
 async def stream_request(
     conn: Connection,
     body: dict[str, Any],
@@ -176,17 +207,34 @@ async def stream_request(
     usable_fraction: float,
     deadline_s: float,
     stall_s: float,
-    t0: float,
+    t0: float | None = None,
+    first_s: float | None = None,
+    salt: str | None = None,
+    clock: Clock = time.perf_counter,
 ) -> RequestRecord:
-    """One streamed chat request on ``conn``, judged as :func:`kit.bench.stream.stream_request`
-    judges one (:class:`~kit.bench.stream.StreamState`); ``sent_s`` is the send time in
-    seconds after ``t0`` (perf_counter)."""
+    """One streamed chat request on ``conn``, judged by :class:`~kit.bench.stream.StreamState`.
+
+    Until the first chunk with text, a read may wait ``first_s`` (default ``stall_s``; the
+    status line, ``deadline_s``); after it, ``stall_s`` holds between reads. With ``t0`` (a
+    load point's start, on ``clock``), the record gets ``sent_s``, the send time after it; a
+    sequential record has none."""
     started = utc_now_ms()
     error: str | None = None
     payload = json.dumps(body).encode()
-    state = StreamState(time.perf_counter())
+    state = StreamState(clock())
+    wait = first_s if first_s is not None else stall_s
+
+    def read_s() -> float:
+        return wait if state.ttft is None else stall_s
+
     try:
-        status, lines = await conn.post_stream("/v1/chat/completions", payload, stall_s, deadline_s)
+        status, lines = await conn.post_stream(
+            "/v1/chat/completions",
+            payload,
+            first_s if first_s is not None else deadline_s,
+            read_s,
+            clock,
+        )
         if status != 200:
             detail = b""
             async for _, batch in lines:
@@ -209,7 +257,7 @@ async def stream_request(
         error = str(exc)
         await conn.close()
     except TimeoutError:
-        error = "stream stalled (no data within the stall timeout)"
+        error = _timeout_error(state, first_s, stall_s)
         await conn.close()
     except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
         error = f"{type(exc).__name__}: {exc}"
@@ -222,5 +270,64 @@ async def stream_request(
         index=index,
         started=started,
         usable_fraction=usable_fraction,
-        sent_s=round(state.t_send - t0, 6),
+        salt=salt,
+        sent_s=round(state.t_send - t0, 6) if t0 is not None else None,
     )
+
+
+class SequentialClient:
+    """The sequential protocol's client: one stream at a time on one keep-alive connection,
+    :func:`stream_request` driven by a private event loop. It reads the socket as the load
+    client does, so both protocols cost the host the same, and little (experiments/
+    load-client.py measures it against a minimal standard-library client)."""
+
+    def __init__(
+        self, url: str, opener: Opener | None = None, clock: Clock = time.perf_counter
+    ) -> None:
+        self.conn = Connection(url, opener)
+        self.clock = clock
+        self._loop = asyncio.new_event_loop()
+
+    def stream(
+        self,
+        body: dict[str, Any],
+        *,
+        prompt: str,
+        phase: Phase,
+        index: int,
+        usable_fraction: float,
+        deadline_s: float,
+        stall_s: float,
+        first_token_s: float | None = None,
+        salt: str | None = None,
+    ) -> RequestRecord:
+        """Send one streamed request and time it per the protocol. ``first_token_s``, when
+        longer than ``stall_s``, is how long the first token may take (the prefill probe's
+        budget); ``stall_s`` holds once text flows."""
+        return self._loop.run_until_complete(
+            stream_request(
+                self.conn,
+                body,
+                prompt=prompt,
+                phase=phase,
+                index=index,
+                usable_fraction=usable_fraction,
+                deadline_s=deadline_s,
+                stall_s=stall_s,
+                first_s=max(first_token_s or 0.0, stall_s),
+                salt=salt,
+                clock=self.clock,
+            )
+        )
+
+    def close(self) -> None:
+        """Close the connection and the loop; a request cut short (Ctrl-C) is cancelled."""
+        if self._loop.is_closed():
+            return
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self._loop.run_until_complete(self.conn.close())
+        self._loop.close()

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from kit.bench.aio import SequentialClient
 from kit.bench.load import (
     LoadPoint,
     Planned,
@@ -27,14 +28,12 @@ from kit.bench.load import (
     random_requests,
     run_point,
     summarize_point,
-    sweep_stop,
 )
 from kit.bench.stream import (
     BenchAborted,
     Phase,
     RequestRecord,
     request_body,
-    stream_request,
     utc_now_ms,
 )
 from kit.bench.summary import (
@@ -121,7 +120,8 @@ class Bencher:
         self.on_request = on_request
         self.records: list[RequestRecord] = []
         timeout = httpx.Timeout(connect=10.0, read=bench.stall_timeout_s, write=30.0, pool=10.0)
-        self.client = httpx.Client(timeout=timeout)
+        self.client = httpx.Client(timeout=timeout)  # /metrics and /tokenize, outside timing
+        self.streams = SequentialClient(self.url)  # the timed requests
         self.hooks: list[Callable[[str], None]] = []  # phase marks for samplers
         self.soft_failures: list[str] = []  # measurements that failed without ending the bench
         # a load run's requests as drawn (load_plan), for vLLM's side to send the same ones
@@ -146,9 +146,7 @@ class Bencher:
         salt: str | None = None,
         first_token_s: float | None = None,
     ) -> RequestRecord:
-        rec = stream_request(
-            self.client,
-            self.url,
+        rec = self.streams.stream(
             body,
             prompt=prompt,
             phase=phase,
@@ -222,6 +220,7 @@ class Bencher:
             log.error("bench: interrupted; keeping the %d requests so far", len(self.records))
         finally:
             self.client.close()
+            self.streams.close()
         done = {s.prompt for s in summaries}
         for prompt in self.bench.prompts if self.bench.load is None else []:
             if prompt.name not in done and any(r.prompt == prompt.name for r in self.records):
@@ -291,7 +290,7 @@ class Bencher:
                 update={"spec_decode": spec, "server": server, "client_cpu_pct": cpu}
             )
             points.append(point)
-            stop = sweep_stop(load, points, self.bench.slo) if load.pattern == "sweep" else None
+            stop = load.stop_reason(points, self.bench.slo)
             if stop is not None:
                 points[-1] = point.model_copy(update={"stop_reason": stop})
             log.info(

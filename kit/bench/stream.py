@@ -1,14 +1,14 @@
-"""One streamed chat request, timed per the protocol, and the record it leaves.
+"""One streamed chat request as the protocol judges it, and the record it leaves.
 
 TTFT runs from the send to the first chunk carrying text, wall to the ``[DONE]`` line; tokens
 come from the final usage chunk only. What goes wrong (an HTTP error, a malformed or stalled
 stream, a missing usage chunk) lands in the record's ``error``, never as an exception.
+:class:`StreamState` applies these rules to the ``data:`` payloads the client
+(:mod:`kit.bench.aio`, for both protocols) reads.
 
 Two silences are told apart. Before the first chunk the server may be prefilling a long
-prompt: that wait is held to ``first_token_s`` (the prefill probe sets it from the depth and
-its measured rate). Once chunks flow, ``stall_s`` holds between any two of them, enforced by a
-watchdog that shuts the connection's socket down (which wakes the blocked read) when the stream
-goes silent for longer.
+prompt: that wait is held to the first-token budget (the prefill probe sets it from the depth
+and its measured rate). Once text flows, the stall limit holds between any two reads.
 """
 
 from __future__ import annotations
@@ -16,13 +16,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import socket
-import threading
-import time
-from collections.abc import Callable
 from typing import Any, Literal
 
-import httpx
 from pydantic import (
     ConfigDict,
     Field,
@@ -169,46 +164,6 @@ def delta_text(chunk: dict[str, Any]) -> str:
     return "".join(p for p in parts if isinstance(p, str))
 
 
-class _StallWatch:
-    """Once armed by the first chunk, ends a stream silent for ``stall_s``: it shuts the
-    response's socket down, so the read blocked on it returns at once."""
-
-    def __init__(self, resp: httpx.Response, stall_s: float) -> None:
-        stream = resp.extensions.get("network_stream")
-        self.sock: socket.socket | None = (
-            stream.get_extra_info("socket") if stream is not None else None
-        )
-        self.stall_s = stall_s
-        self.last = time.monotonic()
-        self.stalled = False
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def feed(self) -> None:
-        self.last = time.monotonic()
-        if self._thread is None and self.sock is not None:
-            self._thread = threading.Thread(target=self._watch, name="kit-stall", daemon=True)
-            self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._done.wait(min(self.stall_s / 4, 1.0)):
-            if time.monotonic() - self.last > self.stall_s:
-                self.stalled = True
-                try:
-                    assert self.sock is not None
-                    self.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    log.debug("stall watch: the socket was already closed")
-                return
-
-    def stop(self) -> None:
-        self._done.set()
-
-
-def _stalled(stall_s: float | None) -> str:
-    return f"stream stalled (no chunk for {stall_s:g} s once tokens flowed)"
-
-
 class StreamState:
     """What one stream has brought so far. Both clients (this module's and the asyncio one,
     :mod:`kit.bench.aio`) feed it each ``data:`` payload and turn it into the record, so they
@@ -303,86 +258,3 @@ class StreamState:
             if sent_s is not None and self.first is not None
             else None,
         )
-
-
-def stream_request(
-    client: httpx.Client,
-    url: str,
-    body: dict[str, Any],
-    *,
-    prompt: str,
-    phase: Phase,
-    index: int,
-    usable_fraction: float,
-    deadline_s: float,
-    clock: Callable[[], float] = time.perf_counter,
-    salt: str | None = None,
-    first_token_s: float | None = None,
-    stall_s: float | None = None,
-) -> RequestRecord:
-    """Send one streamed chat request and time it per the protocol. With ``first_token_s``
-    longer than ``stall_s``, the wait for the first chunk may take that long, and ``stall_s``
-    holds between chunks after it (the module's docstring); else the client's read timeout
-    holds throughout."""
-    started = utc_now_ms()
-    error: str | None = None
-    watch: _StallWatch | None = None
-    long_wait = first_token_s is not None and stall_s is not None and first_token_s > stall_s
-    timeout: Any = httpx.USE_CLIENT_DEFAULT
-    if long_wait:
-        timeout = httpx.Timeout(connect=10.0, read=first_token_s, write=30.0, pool=10.0)
-    state = StreamState(clock())
-    try:
-        with client.stream(
-            "POST", url + "/v1/chat/completions", json=body, timeout=timeout
-        ) as resp:
-            if long_wait:
-                assert stall_s is not None
-                watch = _StallWatch(resp, stall_s)
-            if resp.status_code != 200:
-                detail = resp.read().decode(errors="replace")[:300]
-                raise BenchAborted(f"HTTP {resp.status_code}: {detail}")
-            done = False
-            for line in resp.iter_lines():
-                if watch is not None and state.ttft is not None:
-                    watch.feed()  # tokens flow: the stall limit holds from here
-                if not line.startswith("data:"):
-                    continue
-                now = clock()
-                if now - state.t_send > deadline_s:
-                    raise BenchAborted(f"request exceeded {deadline_s:.0f} s")
-                first = state.ttft is None
-                if state.event(line[5:].strip(), now):
-                    done = True
-                    break
-                if first and state.ttft is not None and watch is not None:
-                    watch.feed()
-            if not done:
-                if watch is not None and watch.stalled:  # the watch ended it
-                    raise BenchAborted(_stalled(stall_s))
-                raise BenchAborted("stream ended without [DONE]")
-    except BenchAborted as exc:
-        error = str(exc)
-    except httpx.TimeoutException:
-        if long_wait and state.chunks == 0:
-            error = f"no first token within {first_token_s:g} s (the prefill budget)"
-        else:
-            error = "stream stalled (no data within the stall timeout)"
-    except httpx.HTTPError as exc:
-        if watch is not None and watch.stalled:
-            error = _stalled(stall_s)
-        else:
-            error = f"{type(exc).__name__}: {exc}"
-    finally:
-        if watch is not None:
-            watch.stop()
-    return state.record(
-        body,
-        error,
-        prompt=prompt,
-        phase=phase,
-        index=index,
-        started=started,
-        usable_fraction=usable_fraction,
-        salt=salt,
-    )

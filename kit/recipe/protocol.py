@@ -14,7 +14,6 @@ from pydantic import Field
 
 from kit.recipe.base import RecipeModel
 from kit.recipe.serving import REFERENCE_PROMPTS, Bench, Sampling
-from kit.recipe.traffic import point_levels
 
 # the reference protocol as a recipe: what `kit bench` measures without one
 REFERENCE_PROTOCOL = Path(__file__).parents[1] / "data" / "reference-protocol.yaml"
@@ -24,7 +23,7 @@ def departures(bench: Bench) -> list[str]:
     """How a bench departs from the reference protocol (empty: canonical)."""
     out = []
     if bench.load is not None:
-        shown = ", ".join(f"{v:g}" for v in point_levels(bench.load))
+        shown = ", ".join(f"{v:g}" for v in bench.load.planned_levels())
         out.append(f"load pattern {bench.load.pattern} [{shown}] in place of the sequential runs")
     if bench.ignore_eos:
         out.append("ignore_eos: runs generate to max_tokens whatever the model says")

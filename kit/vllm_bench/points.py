@@ -43,7 +43,6 @@ from kit.bench.load import LoadPoint
 from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import ignores_eos
 from kit.recipe import Bench
-from kit.recipe.traffic import RateLoad, point_warmups
 from kit.vllm_bench.prompts import shown_argv
 
 log = logging.getLogger(__name__)
@@ -183,12 +182,7 @@ def point_argv(
         "--save-result", "--result-dir", str(result_dir), "--result-filename", result_file,
         "--disable-tqdm",
     ]  # fmt: skip
-    if isinstance(load, RateLoad):
-        argv += ["--request-rate", f"{point.level:g}", "--burstiness", "1"]
-        if load.max_concurrency:
-            argv += ["--max-concurrency", str(load.max_concurrency)]
-    else:
-        argv += ["--request-rate", "inf", "--max-concurrency", str(int(point.level))]
+    argv += load.vllm_args(point.level)
     if ignores_eos(bench):  # as kit's requests
         argv.append("--ignore-eos")
     return argv
@@ -229,17 +223,14 @@ def run_points(
     """One `vllm bench serve` per kit load point on ``planned`` (kit's requests, as
     :meth:`kit.bench.Bencher.planned` drew them); the entries and notes on what differs."""
     points = kit_result.load_points if kit_result else []
-    assert bench.load is not None
-    note = None
-    if isinstance(bench.load, RateLoad) and bench.load.arrival == "constant":
-        note = "kit sent constant arrivals, vLLM Poisson ones (burstiness 1)"
+    load = bench.load
+    assert load is not None
+    note = load.vllm_note()
     argvs: dict[str, list[str]] = {}
     for point in points:
         dataset = out_dir / f"vllm-bench-{point.label}.jsonl"
         salt = f"vllm-{point.label}-{secrets.token_hex(4)}"
-        dataset.write_text(
-            point_lines(planned, point, point_warmups(bench.load, point.level), salt)
-        )
+        dataset.write_text(point_lines(planned, point, load.warmups_at(point.level), salt))
         argvs[point.label] = point_argv(
             url=url,
             model=model,
@@ -247,10 +238,7 @@ def run_points(
             bench=bench,
             point=point,
             dataset=dataset,
-            # with warm-ups per stream, vLLM's reach the point's batch size as kit's do
-            warmups=point_warmups(bench.load, point.level)
-            if getattr(bench.load, "warmup_per_stream", None)
-            else warmups,
+            warmups=load.vllm_warmups(point.level, warmups),
             result_dir=out_dir,
             result_file=f"vllm-bench-{point.label}.json",
         )

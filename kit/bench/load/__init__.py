@@ -22,7 +22,7 @@ Percentiles interpolate linearly between the two nearest ranks (numpy's default)
 """
 
 from kit.bench.load.datasets import Planned, file_requests, random_requests
-from kit.bench.load.run import arrival_gaps, levels, run_point
+from kit.bench.load.run import levels, run_point
 from kit.bench.load.summary import (
     LoadPoint,
     Percentiles,
@@ -30,14 +30,12 @@ from kit.bench.load.summary import (
     percentile,
     percentiles,
     summarize_point,
-    sweep_stop,
 )
 
 __all__ = [
     "LoadPoint",
     "Percentiles",
     "Planned",
-    "arrival_gaps",
     "file_requests",
     "levels",
     "meets",
@@ -46,5 +44,4 @@ __all__ = [
     "random_requests",
     "run_point",
     "summarize_point",
-    "sweep_stop",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,22 +12,7 @@ from kit.bench import aio
 from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import Phase, RequestRecord, request_body
 from kit.recipe import Bench
-from kit.recipe.traffic import (
-    AnyLoad,
-    RateLoad,
-    point_label,
-    point_levels,
-    point_requests,
-    point_warmups,
-)
-
-
-def arrival_gaps(load: RateLoad, rate: float, count: int) -> list[float]:
-    """Seconds between consecutive sends at ``rate`` (the first send at 0)."""
-    if load.arrival == "constant":
-        return [0.0] + [1.0 / rate] * (count - 1)
-    rng = random.Random(load.seed)
-    return [0.0] + [rng.expovariate(rate) for _ in range(count - 1)]
+from kit.recipe.traffic import AnyLoad
 
 
 @dataclass(frozen=True)
@@ -67,8 +51,8 @@ async def send_point(
 ) -> list[RequestRecord]:
     """The ``count`` requests of one point (or, with ``share``, one client process's part of
     them) sent as its pattern says, over the asyncio client; their records as they ended."""
-    label = point_label(load, level)
-    offset = point_warmups(load, level) if phase == "load" else 0  # the measured follow on
+    label = load.label(level)
+    offset = load.warmups_at(level) if phase == "load" else 0  # the measured follow on
 
     def body(i: int) -> dict[str, Any]:
         p = nth(planned, offset + i)
@@ -91,10 +75,11 @@ async def send_point(
         return rec
 
     records: list[RequestRecord] = []
-    if not isinstance(load, RateLoad):  # concurrency, or a sweep's point
+    plan = load.send_plan(level, count)
+    if plan.gaps is None:  # closed loop: each stream sends its next request as its last ends
         queue = iter(range(count))
         take = share.take if share else lambda: next(queue, None)
-        streams = int(level)
+        streams = plan.streams
         if share is not None:
             streams = streams // share.of + (1 if share.k < streams % share.of else 0)
 
@@ -107,8 +92,8 @@ async def send_point(
                 await conn.close()
 
         await asyncio.gather(*(worker() for _ in range(streams)))
-    else:
-        most = load.max_concurrency or count
+    else:  # open loop: each request at its arrival time, however many are in flight
+        most = plan.streams
         if share is not None:
             most = max(-(-most // share.of), 1)
         limit = asyncio.Semaphore(most)
@@ -122,7 +107,7 @@ async def send_point(
 
         tasks = []
         start, due = (share.start if share else time.perf_counter()), 0.0
-        for i, gap in enumerate(arrival_gaps(load, level, count)):
+        for i, gap in enumerate(plan.gaps):
             due += gap
             if share is not None and i % share.of != share.k:
                 continue
@@ -159,7 +144,7 @@ def run_point(
     ``t0`` (perf_counter) is the point's start: ``sent_s`` counts from it."""
     load = bench.load
     assert load is not None
-    count = point_warmups(load, level) if phase == "load_warmup" else point_requests(load, level)
+    count = load.warmups_at(level) if phase == "load_warmup" else load.requests_at(level)
     if count == 0:
         return [], 0.0
     if load.processes > 1:
@@ -180,4 +165,4 @@ def run_point(
 
 def levels(bench: Bench) -> list[float]:
     assert bench.load is not None
-    return point_levels(bench.load)
+    return bench.load.planned_levels()

@@ -1,5 +1,5 @@
 """A load point's figures, computed from its records alone (so that ``kit report verify``
-recomputes them), and a sweep's stop rule. The definitions are in :mod:`kit.bench.load`."""
+recomputes them). The definitions are in :mod:`kit.bench.load`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import Field
 from kit.base import KitModel
 from kit.bench.stream import RequestRecord
 from kit.metrics import ServerWindow, SpecDecode
-from kit.recipe.traffic import Slo, SweepLoad, point_levels
+from kit.recipe.traffic import Slo
 
 
 class Percentiles(KitModel):
@@ -159,29 +159,3 @@ def summarize_point(
         good=good,
         goodput_rps=(good / duration if duration else None) if good is not None else None,
     )
-
-
-def sweep_stop(load: SweepLoad, points: list[LoadPoint], slo: Slo | None) -> str | None:
-    """Why a sweep stops after the last of ``points`` (None: it goes on): the SLOs failed, the
-    output throughput rose less than ``min_gain_pct`` over the point before (saturated), or
-    the highest concurrency was reached."""
-    last = points[-1]
-    if slo is not None and last.requests:
-        share = (last.good or 0) / last.requests
-        if share < load.slo_fraction:
-            return (
-                f"SLOs failed: {share * 100:.0f} % of requests met bench.slo, below "
-                f"{load.slo_fraction * 100:.0f} %"
-            )
-    if len(points) > 1:
-        before, now = points[-2].output_tps, last.output_tps
-        if before and now is not None:
-            gain = (now - before) / before * 100
-            if gain < load.min_gain_pct:
-                return (
-                    f"saturated: output tok/s rose {gain:+.1f} % over {points[-2].label}, "
-                    f"less than {load.min_gain_pct:g} %"
-                )
-    if last.level >= point_levels(load)[-1]:
-        return f"reached max_concurrency {load.max_concurrency}"
-    return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kit.recipe.patterns import load_class
 from kit.report.describe import rig
 from kit.report.html.charts import COLORS
 from kit.report.html.figure import Marks, pyplot, to_svg
@@ -20,17 +21,25 @@ def _points(report: Report) -> list[LoadPoint]:
     return sorted(pts, key=lambda p: p.level)
 
 
-def level_axis(ax: Any, points: list[LoadPoint]) -> None:
-    """Concurrency on a log2 axis labelled with the levels run; rate as it is."""
-    pattern = points[0].pattern
+def level_axis(ax: Any, points: list[LoadPoint], short: bool = False) -> None:
+    """The levels as their pattern draws them: on a log axis labelled with the levels run
+    (concurrency, in base 2), or as they are (rate); a pattern kit does not know by its name."""
+    pattern = load_class(points[0].pattern)
     levels = [p.level for p in points]
-    if pattern == "concurrency" and min(levels) > 0:
-        ax.set_xscale("log", base=2)
+    if pattern is not None and pattern.log_base and min(levels) > 0:
+        ax.set_xscale("log", base=pattern.log_base)
         ax.set_xticks(levels, [f"{v:g}" for v in levels])
         ax.minorticks_off()
-        ax.set_xlabel("concurrency (requests in flight)")
+    if pattern is None:
+        ax.set_xlabel(points[0].pattern)
     else:
-        ax.set_xlabel("request rate (requests/s)" if pattern == "rate" else pattern)
+        ax.set_xlabel(pattern.axis_short if short else pattern.axis_label)
+
+
+def short_label(point: LoadPoint) -> str:
+    """A point's name on a chart: c=4, rate 2."""
+    pattern = load_class(point.pattern)
+    return pattern.short_label(point.level) if pattern is not None else point.label
 
 
 def gpu_count(report: Report) -> int:
@@ -86,8 +95,7 @@ def latency_chart(report: Report) -> str | None:
         if values and min(values) > 0 and max(values) / min(values) > 30:
             ax.set_yscale("log")  # one slow tail would flatten the rest on a linear scale
             ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        level_axis(ax, points)
-        ax.set_xlabel(ax.get_xlabel().replace(" (requests in flight)", ""))
+        level_axis(ax, points, short=True)
         ax.set_title(f"{name} p50 / p99")
         ax.set_ylabel(f"{name} (ms)")
         ax.legend(frameon=False)
@@ -136,7 +144,7 @@ def pareto_chart(report: Report) -> str | None:
     mark(ax.plot(*zip(*front, strict=True), "-", color=COLORS[1], lw=2, label="Pareto front"))
     for i, (x, y, p) in enumerate(rows):  # alternate right / left: neighbours lie close
         ax.annotate(
-            p.label.replace("concurrency-", "c=").replace("rate-", "rate "),
+            short_label(p),
             (x, y),
             xytext=(-9 if i % 2 else 9, 4),
             textcoords="offset points",

@@ -112,11 +112,10 @@ def _load_point_problems(b: Any, bench: Any) -> list[str]:
     """Each load point against the recipe's pattern, and its figures recomputed from the
     records (spec decode from its own counters; server counters and client CPU are readings,
     not derived)."""
-    from kit.bench.load import summarize_point, sweep_stop
-    from kit.recipe.traffic import point_label, point_levels
+    from kit.bench.load import summarize_point
 
     load = bench.load if bench is not None else None
-    labels = {point_label(load, v): v for v in point_levels(load)} if load is not None else {}
+    labels = {load.label(v): v for v in load.planned_levels()} if load is not None else {}
     out: list[str] = []
     unrecomputed = {"spec_decode", "server", "client_cpu_pct", "stop_reason"}  # see below
     for pt in b.load_points:
@@ -131,17 +130,16 @@ def _load_point_problems(b: Any, bench: Any) -> list[str]:
             pt.label,
         )
         out += _spec_problems(pt.spec_decode, f"{pt.label}.spec_decode")
-    if load is not None and load.pattern == "sweep":
-        slo = bench.slo if bench is not None else None
+    if load is not None:  # the pattern's stop rule (a sweep's; the others never stop early)
         for i, pt in enumerate(b.load_points):
-            expected = sweep_stop(load, b.load_points[: i + 1], slo)
+            expected = load.stop_reason(b.load_points[: i + 1], bench.slo)
             if pt.stop_reason != expected:
                 out.append(
-                    f"{pt.label}: stop_reason {pt.stop_reason!r}, the sweep's rule says "
-                    f"{expected!r}"
+                    f"{pt.label}: stop_reason {pt.stop_reason!r}, the {load.pattern}'s rule "
+                    f"says {expected!r}"
                 )
             if expected is not None and i + 1 < len(b.load_points):
-                out.append(f"{pt.label}: the sweep went on after it should have stopped")
+                out.append(f"{pt.label}: the {load.pattern} went on after it should have stopped")
     summarised = {pt.label for pt in b.load_points}
     for name in dict.fromkeys(r.prompt for r in b.records if r.phase == "load"):
         if name not in summarised:
@@ -179,11 +177,10 @@ def records_item(report: Report) -> CheckItem:
     if bench is None:
         problems.append("the embedded recipe has no valid bench section to check records against")
     limits = _record_limits(bench)
-    if bench is not None and bench.load is not None and bench.load.pattern == "sweep":
-        # a sweep that stopped plans none of the levels after its last point
+    if b.load_points and b.load_points[-1].stop_reason:
+        # a pattern that stopped early (a sweep) runs none of its levels after its last point
         ran = {pt.label for pt in b.load_points}
-        if b.load_points and b.load_points[-1].stop_reason:
-            limits = {k: v for k, v in limits.items() if not k[1].startswith("load") or k[0] in ran}
+        limits = {k: v for k, v in limits.items() if not k[1].startswith("load") or k[0] in ran}
     for i, r in enumerate(b.records):
         expected = limits.get((r.prompt, r.phase))
         where = f"record {i} ({r.prompt} {r.phase} #{r.index})"
@@ -210,16 +207,14 @@ def records_item(report: Report) -> CheckItem:
 def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
     """(prompt, phase) -> (max_tokens, how many requests) from the recipe's bench section; a
     load point's max_tokens vary with its dataset (None: not checked here)."""
-    from kit.recipe.traffic import point_label, point_levels, point_requests, point_warmups
-
     if bench is None:
         return {}
     out: dict[tuple[str, str], tuple[int | None, int]] = {}
     if bench.load is not None:
-        for level in point_levels(bench.load):
-            label = point_label(bench.load, level)
-            out[(label, "load_warmup")] = (None, point_warmups(bench.load, level))
-            out[(label, "load")] = (None, point_requests(bench.load, level))
+        for level in bench.load.planned_levels():
+            label = bench.load.label(level)
+            out[(label, "load_warmup")] = (None, bench.load.warmups_at(level))
+            out[(label, "load")] = (None, bench.load.requests_at(level))
         for name in ("prefill_warmup", "prefill"):
             if bench.prefill is not None:
                 for depth in bench.prefill.depths:

@@ -1,22 +1,83 @@
-"""The protocol's per-request definitions against hand-computed streams."""
+"""The protocol's per-request definitions against hand-computed streams.
+
+The client (kit.bench.SequentialClient) reads a scripted connection: each read of the socket
+returns the next SSE event, and the clock ticks once per read, so the times are exact.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 
-import httpx
 import pytest
 
-from kit.bench import request_body, stream_request, summarize_prompt
+from kit.bench import SequentialClient, request_body, summarize_prompt
 from kit.recipe import Bench, Prompt
 
 
-def sse(*chunks: dict | str) -> bytes:
-    out = []
-    for c in chunks:
-        out.append("data: " + (c if isinstance(c, str) else json.dumps(c)) + "\n\n")
-    return "".join(out).encode()
+def sse(*chunks: dict | str) -> list[bytes]:
+    """One SSE event per socket read."""
+    return [
+        ("data: " + (c if isinstance(c, str) else json.dumps(c)) + "\n\n").encode() for c in chunks
+    ]
+
+
+class ScriptedReader:
+    """What the client reads: a status line and headers, then one body piece per read, then
+    the end of the body (the connection closes)."""
+
+    def __init__(self, status: int, pieces: list[bytes]) -> None:
+        self.head = f"HTTP/1.1 {status} X\r\nConnection: close\r\n\r\n".encode()
+        self.pieces = list(pieces)
+
+    async def readuntil(self, sep: bytes) -> bytes:
+        end = self.head.index(sep) + len(sep)
+        line, self.head = self.head[:end], self.head[end:]
+        return line
+
+    async def read(self, n: int) -> bytes:
+        return self.pieces.pop(0) if self.pieces else b""
+
+
+class ScriptedWriter:
+    def __init__(self) -> None:
+        self.sent = b""
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.sent += data
+
+    async def drain(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def wait_closed(self) -> None:
+        pass
+
+
+def scripted_clock(times: list[float]) -> Callable[[], float]:
+    """The send, then one tick per read; past the script, the last time again."""
+    it = iter(times)
+    last = [times[-1]]
+
+    def now() -> float:
+        last[0] = next(it, last[0])
+        return last[0]
+
+    return now
+
+
+def client(status: int, pieces: list[bytes], times: list[float] | None = None) -> SequentialClient:
+    async def opener(host: str, port: int) -> tuple:  # type: ignore[type-arg]
+        return ScriptedReader(status, pieces), ScriptedWriter()
+
+    clock = scripted_clock(times) if times else scripted_clock([0.0])
+    return SequentialClient("http://x", opener=opener, clock=clock)  # type: ignore[arg-type]
 
 
 def delta(
@@ -46,26 +107,20 @@ def usage(prompt: int, completion: int) -> dict:
     }
 
 
-def scripted_clock(times: list[float]) -> Iterator[float]:
-    yield from times
-
-
-def run(body: bytes, times: list[float], max_tokens: int = 100) -> object:
-    transport = httpx.MockTransport(lambda req: httpx.Response(200, content=body))
-    client = httpx.Client(transport=transport)
-    clock = scripted_clock(times)
-    req = {"max_tokens": max_tokens}
-    return stream_request(
-        client,
-        "http://x",
-        req,
-        prompt="p",
-        phase="measured",
-        index=0,
-        usable_fraction=0.25,
-        deadline_s=100,
-        clock=lambda: next(clock),
-    )
+def run(body: list[bytes], times: list[float], max_tokens: int = 100) -> object:
+    c = client(200, body, times)
+    try:
+        return c.stream(
+            {"max_tokens": max_tokens},
+            prompt="p",
+            phase="measured",
+            index=0,
+            usable_fraction=0.25,
+            deadline_s=100,
+            stall_s=10,
+        )
+    finally:
+        c.close()
 
 
 def test_ttft_skips_role_chunk_and_tokens_come_from_usage() -> None:
@@ -78,8 +133,7 @@ def test_ttft_skips_role_chunk_and_tokens_come_from_usage() -> None:
         usage(12, 40),
         "[DONE]",
     )
-    # t_send=10.0; each SSE line read advances the clock (blank separator lines are skipped
-    # by iter_lines, so one tick per data line)
+    # t_send=10.0; each read (one SSE event) advances the clock
     times = [10.0, 10.05, 10.20, 10.50, 10.90, 10.91, 11.00]
     rec = run(body, times)
     assert rec.error is None
@@ -120,18 +174,39 @@ def test_stream_without_done_is_an_error() -> None:
 
 
 def test_http_error_is_recorded() -> None:
-    transport = httpx.MockTransport(lambda req: httpx.Response(400, text="bad max_tokens"))
-    rec = stream_request(
-        httpx.Client(transport=transport),
-        "http://x",
+    c = client(400, [b"bad max_tokens"])
+    rec = c.stream(
         {"max_tokens": 5},
         prompt="p",
         phase="warmup",
         index=0,
         usable_fraction=0.25,
         deadline_s=10,
+        stall_s=10,
     )
+    c.close()
     assert rec.error == "HTTP 400: bad max_tokens"
+    assert rec.sent_s is None  # a sequential record carries no load-point send time
+
+
+def test_the_request_is_a_streamed_post() -> None:
+    writers: list[ScriptedWriter] = []
+
+    async def opener(host: str, port: int) -> tuple:  # type: ignore[type-arg]
+        writers.append(ScriptedWriter())
+        return ScriptedReader(200, sse(delta("a"), usage(1, 50), "[DONE]")), writers[-1]
+
+    c = SequentialClient("http://h:8000", opener=opener)  # type: ignore[arg-type]
+    body = request_body(Bench(), "m", "hello", 64)
+    rec = c.stream(
+        body, prompt="p", phase="measured", index=0, usable_fraction=0.25, deadline_s=10, stall_s=10
+    )
+    c.close()
+    assert rec.error is None and rec.completion_tokens == 50
+    head, _, sent = writers[0].sent.partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /v1/chat/completions HTTP/1.1\r\nHost: h:8000\r\n")
+    assert json.loads(sent) == body
+    assert writers[0].closed  # closed with the client
 
 
 def test_request_body_sends_sampling_explicitly() -> None:

@@ -1,7 +1,7 @@
 """Load points: the recipe's load patterns, datasets and SLOs validated; the figures of a
 point (kit.bench.load's definitions) computed from records; the datasets; and the asyncio
 client against faults a real engine cannot make on demand (a failed request mid-point, a
-stall, a body that ends at close), served by the loopback server of test_bench_faults."""
+stall, a body that ends at close), served by the loopback server of tests/unit/bench/conftest.py."""
 
 from __future__ import annotations
 
@@ -10,19 +10,20 @@ import itertools
 import json
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from factories import load_record
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kit.bench import Bencher, RequestRecord
 from kit.bench.load import (
     LoadPoint,
-    arrival_gaps,
     file_requests,
     percentile,
     random_requests,
@@ -31,7 +32,6 @@ from kit.bench.load import (
 from kit.errors import BadInputError
 from kit.recipe import Bench, Prompt, load_recipe
 from kit.recipe.traffic import ConcurrencyLoad, FileDataset, RandomDataset, RateLoad, Slo
-from tests.unit.bench.test_bench_faults import make_server, serving
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -89,23 +89,11 @@ def test_percentiles_are_numpys_linear_ones(values: list[float], q: int) -> None
     )
 
 
-def record(
-    sent: float, ttft: float, wall: float, tokens: int, chunks: list[float]
-) -> RequestRecord:
-    return RequestRecord(
-        prompt="concurrency-2", phase="load", index=0, max_tokens=tokens,
-        started_at="2026-12-01T00:00:00.000+00:00", sent_s=sent, ttft_s=ttft, wall_s=wall,
-        prompt_tokens=10, completion_tokens=tokens, decode_tps=None, wall_tps=None,
-        finish_reason="length", usable=True, chunks=len(chunks), text_chunk_times_s=chunks,
-        text="x",
-    )  # fmt: skip
-
-
 def test_a_points_figures_follow_vllm_bench_serves_definitions() -> None:
     records = [
-        record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.4]),  # ends at 1.0
-        record(0.5, 0.3, 2.5, 21, [0.3, 0.5]),  # ends at 3.0: the point lasts 3 s
-        record(0.2, 0.2, 0.5, 4, [0.2]).model_copy(update={"phase": "load_warmup"}),
+        load_record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.4]),  # ends at 1.0
+        load_record(0.5, 0.3, 2.5, 21, [0.3, 0.5]),  # ends at 3.0: the point lasts 3 s
+        load_record(0.2, 0.2, 0.5, 4, [0.2]).model_copy(update={"phase": "load_warmup"}),
     ]
     slo = Slo(ttft_ms=200, tpot_ms=150)
     p = summarize_point("concurrency-2", "concurrency", 2, records, slo)
@@ -123,11 +111,11 @@ def test_a_points_figures_follow_vllm_bench_serves_definitions() -> None:
 
 def test_poisson_arrivals_are_seeded_and_constant_ones_even() -> None:
     poisson = RateLoad(pattern="rate", rates=[4], requests=4000, seed=7)
-    gaps = arrival_gaps(poisson, 4.0, 4000)
-    assert gaps == arrival_gaps(poisson, 4.0, 4000) and gaps[0] == 0
+    gaps = poisson.arrival_gaps(4.0, 4000)
+    assert gaps == poisson.arrival_gaps(4.0, 4000) and gaps[0] == 0
     assert statistics.fmean(gaps[1:]) == pytest.approx(0.25, rel=0.05)
     even = poisson.model_copy(update={"arrival": "constant"})
-    assert arrival_gaps(even, 4.0, 3) == [0.0, 0.25, 0.25]
+    assert even.arrival_gaps(4.0, 3) == [0.0, 0.25, 0.25]
 
 
 # --- datasets ---------------------------------------------------------------------------------
@@ -179,11 +167,6 @@ def test_random_prompts_are_sized_by_the_servers_token_counts() -> None:
 
 
 # --- the asyncio client against faults ---------------------------------------------------------
-
-
-@pytest.fixture
-def server(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield from serving(make_server(*request.param))
 
 
 LOAD = Bench(
@@ -260,7 +243,7 @@ def test_chunked_sse_decodes_the_same_however_the_reads_split_it(cuts: list[int]
         # no EOF fed: the decoder must stop at the last chunk (else its read times out)
         got: list[bytes] = []
         lines = Connection("http://127.0.0.1:1")._lines(
-            reader, {"transfer-encoding": "chunked"}, 5.0
+            reader, {"transfer-encoding": "chunked"}, lambda: 5.0, time.perf_counter
         )
         async for _, batch in lines:
             got += batch
@@ -300,7 +283,7 @@ def test_a_keep_alive_connection_survives_the_last_crlf_arriving_late() -> None:
         conn = Connection(f"http://127.0.0.1:{port}")
         statuses = []
         for _ in range(2):
-            status, lines = await conn.post_stream("/v1/chat/completions", b"{}", 5.0, 5.0)
+            status, lines = await conn.post_stream("/v1/chat/completions", b"{}", 5.0, lambda: 5.0)
             statuses.append(status)
             async for _ in lines:
                 pass
@@ -316,21 +299,22 @@ def test_a_keep_alive_connection_survives_the_last_crlf_arriving_late() -> None:
 
 
 def test_a_sweep_plans_its_levels_up_to_its_max() -> None:
-    from kit.recipe.traffic import SweepLoad, point_levels
+    from kit.recipe.traffic import SweepLoad
 
     sweep = SweepLoad(pattern="sweep", max_concurrency=12, requests=4)
-    assert point_levels(sweep) == [1, 2, 4, 8, 12]
-    assert point_levels(sweep.model_copy(update={"start": 3, "factor": 1.5})) == [3, 4, 6, 9, 12]
+    assert sweep.planned_levels() == [1, 2, 4, 8, 12]
+    assert sweep.model_copy(update={"start": 3, "factor": 1.5}).planned_levels() == [3, 4, 6, 9, 12]
     with pytest.raises(ValueError, match="max_concurrency 2 is below start 4"):
         SweepLoad(pattern="sweep", start=4, max_concurrency=2, requests=4)
 
 
 def test_a_sweep_stops_at_saturation_failed_slos_or_its_max() -> None:
-    from kit.bench.load import sweep_stop
     from kit.recipe.traffic import SweepLoad
 
     sweep = SweepLoad(pattern="sweep", max_concurrency=8, requests=2, min_gain_pct=10)
-    base = summarize_point("concurrency-1", "sweep", 1, [record(0.0, 0.1, 1.0, 10, [0.1])], None)
+    base = summarize_point(
+        "concurrency-1", "sweep", 1, [load_record(0.0, 0.1, 1.0, 10, [0.1])], None
+    )
 
     def pt(level: int, tps: float, good: int | None = None) -> LoadPoint:
         return base.model_copy(
@@ -343,14 +327,14 @@ def test_a_sweep_stops_at_saturation_failed_slos_or_its_max() -> None:
             }
         )
 
-    assert sweep_stop(sweep, [pt(1, 100)], None) is None
-    assert sweep_stop(sweep, [pt(1, 100), pt(2, 180)], None) is None
-    assert sweep_stop(sweep, [pt(1, 100), pt(2, 180), pt(4, 190)], None) == (
+    assert sweep.stop_reason([pt(1, 100)], None) is None
+    assert sweep.stop_reason([pt(1, 100), pt(2, 180)], None) is None
+    assert sweep.stop_reason([pt(1, 100), pt(2, 180), pt(4, 190)], None) == (
         "saturated: output tok/s rose +5.6 % over concurrency-2, less than 10 %"
     )
-    assert sweep_stop(sweep, [pt(1, 100), pt(8, 300)], None) == "reached max_concurrency 8"
+    assert sweep.stop_reason([pt(1, 100), pt(8, 300)], None) == "reached max_concurrency 8"
     slo = Slo(ttft_ms=100)
-    assert sweep_stop(sweep, [pt(1, 100, good=0)], slo) == (
+    assert sweep.stop_reason([pt(1, 100, good=0)], slo) == (
         "SLOs failed: 0 % of requests met bench.slo, below 90 %"
     )
 
@@ -374,7 +358,7 @@ def test_a_point_agrees_with_vllm_within_two_percent_on_each_median() -> None:
     from kit.vllm_bench.points import compare_point
 
     point = summarize_point(
-        "concurrency-2", "concurrency", 2, [record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.3])], None
+        "concurrency-2", "concurrency", 2, [load_record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.3])], None
     )
     assert point.output_tps is not None and point.tpot_ms.p50 is not None
     theirs = {
@@ -400,7 +384,7 @@ def test_vllm_bench_gets_kits_own_requests_of_a_point_behind_fresh_salts(tmp_pat
 
     planned = [Planned(f"prompt {n}", 10 + n) for n in range(5)]
     point = summarize_point(
-        "concurrency-2", "concurrency", 2, [record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.3])], None
+        "concurrency-2", "concurrency", 2, [load_record(0.0, 0.1, 1.0, 10, [0.1, 0.2, 0.3])], None
     ).model_copy(update={"requests": 4})
     # the measured requests follow the two warm-ups, wrapping round the plan as kit's do
     rows = [json.loads(line) for line in point_lines(planned, point, 2, "s").splitlines()]
@@ -438,7 +422,7 @@ def test_a_load_record_is_written_with_its_chunk_times_packed_and_read_back() ->
     from kit.bench.stream import COMPACT_TIMES
 
     times = [0.05 + 0.005 * n for n in range(128)]
-    rec = record(1.0, 0.05, 0.7, 128, [round(t, 6) for t in times])
+    rec = load_record(1.0, 0.05, 0.7, 128, [round(t, 6) for t in times])
     data = json.loads(rec.model_dump_json())
     assert COMPACT_TIMES in data and "text_chunk_times_s" not in data
     assert data[COMPACT_TIMES].startswith("50000,5000,5000")
@@ -458,9 +442,9 @@ def test_a_sweeps_records_stay_within_the_readers_value_cap() -> None:
     def read(text: str) -> Any:  # as a report payload is read: counted before it is parsed
         return parse_json(text.encode(), "payload", 64 << 20, 64)
 
-    # the H200 sweep of bench/results/h200-llama8b-bf16-sweep-2026-12-02: 2,568 records of 128
+    # the H200 sweep of experiments/results/h200-llama8b-bf16-sweep-2026-12-02: 2,568 records of 128
     # tokens; with a number per token it was over the cap, packed it is within
-    rec = record(1.0, 0.05, 0.7, 128, [round(0.05 + 0.005 * n, 6) for n in range(128)])
+    rec = load_record(1.0, 0.05, 0.7, 128, [round(0.05 + 0.005 * n, 6) for n in range(128)])
     packed = json.dumps([json.loads(rec.model_dump_json())] * 2568)
     assert len(read(packed)) == 2568
     unpacked = json.dumps([rec.model_dump(mode="json") | {
@@ -469,9 +453,8 @@ def test_a_sweeps_records_stay_within_the_readers_value_cap() -> None:
         read(unpacked)
 
 
-def _recording_server(seen: list[str]) -> Any:
+def _recording_server(seen: list[str]) -> ThreadingHTTPServer:
     """A server streaming one chunk per request that keeps each request's message."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -501,16 +484,18 @@ def _recording_server(seen: list[str]) -> Any:
         {"pattern": "rate", "rates": [200], "requests": 7, "processes": 3, "max_concurrency": 4},
     ],
 )
-def test_client_processes_send_each_request_of_a_point_once(load: dict[str, Any]) -> None:
+def test_client_processes_send_each_request_of_a_point_once(
+    load: dict[str, Any], serve: Callable[[ThreadingHTTPServer], str]
+) -> None:
     from kit.bench.load.run import run_point
 
     seen: list[str] = []
     bench = Bench(stall_timeout_s=5.0, prompts=[Prompt(name="a", text="x", max_tokens=4)],
                   load=load)  # type: ignore[arg-type]  # fmt: skip
     planned = Bencher("http://127.0.0.1:1", bench, "m").planned(1)
-    for url in serving(_recording_server(seen)):
-        level = (load.get("levels") or load["rates"])[0]
-        records, cpu = run_point(url, bench, "m", level, planned, "load", "s", time.perf_counter())
+    url = serve(_recording_server(seen))
+    level = (load.get("levels") or load["rates"])[0]
+    records, cpu = run_point(url, bench, "m", level, planned, "load", "s", time.perf_counter())
     assert [r.index for r in records] == list(range(7)) and all(r.error is None for r in records)
     assert [r.sent_s for r in records] == sorted(r.sent_s or 0.0 for r in records)
     # every request index sent once, by whichever process took it
