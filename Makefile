@@ -87,12 +87,12 @@ integration: venv ## tests against a real vLLM CPU server (slow: builds the engi
 	$(PY) -m pytest tests/integration -q $(PYTEST_ARGS)
 
 lint: venv ## ruff check + format check
-	$(VENV)/bin/ruff check kit tests bench
-	$(VENV)/bin/ruff format --check kit tests bench
+	$(VENV)/bin/ruff check kit tests experiments
+	$(VENV)/bin/ruff format --check kit tests experiments
 
 fmt: venv ## fix what lint reports
-	$(VENV)/bin/ruff check --fix kit tests bench
-	$(VENV)/bin/ruff format kit tests bench
+	$(VENV)/bin/ruff check --fix kit tests experiments
+	$(VENV)/bin/ruff format kit tests experiments
 
 typecheck: venv ## mypy --strict on the package
 	$(VENV)/bin/mypy kit
@@ -102,6 +102,11 @@ schema: venv ## regenerate schemas/*.json from the models
 
 schema-check: venv ## fail if schemas/*.json drifted from the models (fix: make schema)
 	$(KIT) schema --out schemas --check
+
+.PHONY: fixtures
+
+fixtures: venv ## regenerate tests/fixtures/reports from tests/factories.py
+	$(PY) tests/make_fixtures.py
 
 clean: ## remove reports and test output
 	rm -rf $(REPORTS) .pytest_cache .mypy_cache .ruff_cache

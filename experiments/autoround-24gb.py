@@ -14,8 +14,8 @@ For each placement (arms interleaved, one fresh process per arm and repeat so th
 or allocator state carries over) it records the peak allocated and reserved memory on the card
 (torch.cuda.max_memory_*), the seconds per block and whether it ran out of memory under the cap.
 
-    python bench/autoround-24gb.py --out results.json            # on a GPU host
-    python bench/autoround-24gb.py --tiny --device cpu            # the code path, on any machine
+    python experiments/autoround-24gb.py --out results.json       # on a GPU host
+    python experiments/autoround-24gb.py --tiny --device cpu       # the code path, anywhere
 """
 
 from __future__ import annotations

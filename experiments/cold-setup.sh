@@ -2,7 +2,7 @@
 # Cold set-up, timed by stage: from a fresh clone of REF to the first measured request of the
 # embedded CPU recipe, with empty pip/uv caches and an empty KIT_HOME, as a new user would.
 #
-#   bench/cold-setup.sh [REF] [OUT.json]      (REF defaults to HEAD)
+#   experiments/cold-setup.sh [REF] [OUT.json]      (REF defaults to HEAD)
 #
 # Stages, each as seconds since the clone: venv (kit's .venv ready), engine (engine venv ready),
 # model, quantize, healthy (server answers /health), first_measured (the first measured request

@@ -1,6 +1,6 @@
 """What lowers decode-TPS noise of the CPU recipe on a small shared machine?
 
-    .venv/bin/python bench/cpu-noise.py [--blocks 2] [--runs 10]      (KIT_HOME as for make)
+    .venv/bin/python experiments/cpu-noise.py [--blocks 2] [--runs 10]      (KIT_HOME as for make)
 
 Boots the cpu-tiny recipe's server (built and cached as `make reproduce` does) once per block,
 alternating the arms block by block (A B A B ...), and runs the recipe's protocol with

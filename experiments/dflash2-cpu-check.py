@@ -1,11 +1,11 @@
 """CPU checks of patches/vllm-0.26.0 (DFlash2 backported to vLLM 0.26.0): no GPU, no vLLM.
 
-    PYTHON bench/dflash2-cpu-check.py SITE [--upstream SITE_0_28_0]
+    PYTHON experiments/dflash2-cpu-check.py SITE [--upstream SITE_0_28_0]
 
 SITE is an unzipped vllm 0.26.0 wheel with the series applied; scripts/check-dflash2-series.sh
 makes one and runs this. PYTHON needs torch and triton: the two Triton kernels run on the CPU
 under the Triton interpreter (TRITON_INTERPRET=1, set here). The patched files are loaded on
-their own, the rest of vLLM replaced by stand-ins (bench/dflash2_harness.py). --upstream
+their own, the rest of vLLM replaced by stand-ins (experiments/dflash2_harness.py). --upstream
 SITE_0_28_0 (an unzipped vllm 0.28.0 wheel) also compares each piece with 0.28.0's DFlash2.
 
 Each check prints PASS or FAIL; the exit status is 1 when one fails. What is checked:

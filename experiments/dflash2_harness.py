@@ -1,4 +1,4 @@
-"""The harness of bench/dflash2-cpu-check.py: results, loop references, and stand-ins.
+"""The harness of experiments/dflash2-cpu-check.py: results, loop references, and stand-ins.
 
 The stand-ins replace the parts of vLLM that the DFlash2 files import, so that the patched files
 of patches/vllm-0.26.0 (and, for comparison, vLLM 0.28.0's own DFlash2 files) load and run on a

@@ -1,5 +1,5 @@
 """The two Triton kernels of the DFlash2 speculator (patch 0007 of patches/vllm-0.26.0), run
-under the Triton CPU interpreter by bench/dflash2-cpu-check.py: the candidate walk and the
+under the Triton CPU interpreter by experiments/dflash2-cpu-check.py: the candidate walk and the
 draft-logit cache, against loop references, vLLM 0.26.0's own gumbel_sample, a chi-square test,
 and (given --upstream) vLLM 0.28.0's kernels.
 """

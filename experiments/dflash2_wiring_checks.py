@@ -1,5 +1,5 @@
 """The small pieces of patches/vllm-0.26.0 that live in large vLLM modules (which cannot be
-imported without vLLM), run by bench/dflash2-cpu-check.py: each function is taken out of the
+imported without vLLM), run by experiments/dflash2-cpu-check.py: each function is taken out of the
 patched file by its syntax tree and run on its own, or read as data.
 
   0001  _dflash_layer_causal: a top-level is_causal first, then dflash_config.causal, then

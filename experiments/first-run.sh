@@ -2,11 +2,11 @@
 # A newcomer's first runs: N fresh clones, each `make reproduce` with nothing cached but the
 # package download cache, then K `kit reproduce` of the last clone's report on the same machine.
 #
-#   bench/first-run.sh [-n N] [-k K] [-o OUT.json] [REF]      (default: -n 3 -k 3, REF HEAD)
+#   experiments/first-run.sh [-n N] [-k K] [-o OUT.json] [REF]      (default: -n 3 -k 3, REF HEAD)
 #
 # Each clone gets its own KIT_HOME (.kit in the clone) and kit config dir (a fresh signing key).
 # Docker is not used (make's HAS_DOCKER is set empty), so the runs are native, as on a machine
-# without it. Writes OUT.json (default bench/results/first-run-<date>.json): per run its exit
+# without it. Writes OUT.json (default experiments/results/first-run-<date>.json): per run its exit
 # code, seconds, validity (valid, every reason with its code and message), and per prompt the
 # headline (value, interval, runs used and left out) and the Club-3090 mean and CV, and per
 # prefill depth its headline and each run's tok/s; per re-run
@@ -27,7 +27,7 @@ while getopts "n:k:o:" opt; do
 done
 shift $((OPTIND - 1))
 ref=${1:-HEAD}
-out=${out:-bench/results/first-run-$(date -u +%F).json}
+out=${out:-experiments/results/first-run-$(date -u +%F).json}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 lines="$work/lines.jsonl"

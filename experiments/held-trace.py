@@ -1,6 +1,7 @@
 """Where is a held stream held? The server's send times on the wire against the client's reads.
 
-    .venv/bin/python bench/held-trace.py [--rounds 3] [-o bench/results/held-trace-HOST.json]
+    .venv/bin/python experiments/held-trace.py [--rounds 3]
+        [-o experiments/results/held-trace-HOST.json]
         [--set KEY=VALUE ...]                    (needs tcpdump; KIT_HOME as for make)
 
 Serves the cpu-tiny recipe (built and cached as `make reproduce` does), captures the loopback

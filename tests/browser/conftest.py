@@ -5,7 +5,7 @@ records every console error and every request that is not file:// or data:."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,22 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-def open_page(browser: Any, path: Path, width: int = 1400) -> tuple[Any, list[str], list[str]]:
-    """The page at ``path``, loaded; the console errors and foreign requests, as they come."""
-    errors: list[str] = []
-    requests: list[str] = []
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on(
-        "request",
-        lambda r: None if r.url.startswith(("file://", "data:")) else requests.append(r.url),
-    )
-    page.goto(path.as_uri(), wait_until="load")
-    return page, errors, requests
+@pytest.fixture
+def open_page(browser: Any) -> Callable[..., tuple[Any, list[str], list[str]]]:
+    """``open_page(path, width=1400)``: the page at ``path``, loaded in the browser; the console
+    errors and foreign requests, as they come."""
+
+    def open_(path: Path, width: int = 1400) -> tuple[Any, list[str], list[str]]:
+        errors: list[str] = []
+        requests: list[str] = []
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on(
+            "request",
+            lambda r: None if r.url.startswith(("file://", "data:")) else requests.append(r.url),
+        )
+        page.goto(path.as_uri(), wait_until="load")
+        return page, errors, requests
+
+    return open_

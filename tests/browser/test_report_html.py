@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,10 @@ from kit.report.files import read_report
 from kit.report.html import write_html
 from kit.signing import load_public_key
 from kit.signing.keys import fingerprint
-from tests.browser.conftest import open_page
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = sorted((ROOT / "examples" / "keys").glob("*.pub"))
-SWEEP = ROOT / "bench" / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
+SWEEP = ROOT / "tests/fixtures/results/h200-llama8b-bf16-sweep-2026-12-02-s2/report.json"
 REPORTS = {
     p.name.removesuffix(".report.json"): p
     for p in (ROOT / "examples" / "reports").glob("*.report.json")
@@ -55,12 +55,14 @@ def _key(path: Path) -> Any:
 
 
 @pytest.mark.parametrize("name", sorted(REPORTS))
-def test_page_loads_offline_without_errors(browser: Any, name: str, tmp_path: Path) -> None:
+def test_page_loads_offline_without_errors(
+    open_page: Callable[..., Any], name: str, tmp_path: Path
+) -> None:
     src = REPORTS[name]
     key = _key(src)
     report, check = read_report(src, key, allow_untrusted=key is None)
     page_file = write_html(report, check, tmp_path / "report.html")
-    page, errors, requests = open_page(browser, page_file, width=1200)
+    page, errors, requests = open_page(page_file, width=1200)
     page.wait_for_timeout(200)
     charts = page.evaluate(MARKS_JS)
     shot = tmp_path / f"{name}.png"

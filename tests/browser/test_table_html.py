@@ -7,6 +7,7 @@ that rig, best decode TPS first. Full-page screenshots are written under pytest'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,11 @@ from kit.report.html.compare import write_compare_page
 from kit.report.html.table import write_table_page
 from kit.report.table import build_table
 from kit.signing import load_public_key
-from tests.browser.conftest import open_page
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ROOT / "examples" / "keys"
 EXAMPLES = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
-SWEEP = ROOT / "bench" / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
+SWEEP = ROOT / "tests/fixtures/results/h200-llama8b-bf16-sweep-2026-12-02-s2/report.json"
 ONE_H200 = ROOT / "examples" / "reports" / "h200-tp1-rerun.report.json"
 
 ROWS = "Array.from(document.querySelectorAll('#runs tbody tr'))"
@@ -30,11 +30,13 @@ RUN_IDS = f"() => {ROWS}.map(r => r.querySelector('td.run').textContent)"
 VISIBLE = f"() => {ROWS}.filter(r => !r.hidden).map(r => r.querySelector('td.run').textContent)"
 
 
-def test_table_page_sorts_filters_and_picks_my_rig(browser: Any, tmp_path: Path) -> None:
+def test_table_page_sorts_filters_and_picks_my_rig(
+    open_page: Callable[..., Any], tmp_path: Path
+) -> None:
     table = build_table([*EXAMPLES, SWEEP], KEYS)
     by_run = {r.run_id: r for r in table.rows}
     out = write_table_page(table, tmp_path / "benchmarks.html")
-    page, errors, requests = open_page(browser, out)
+    page, errors, requests = open_page(out)
     assert page.inner_text("#shown") == "5 of 5 runs shown"
     before = page.evaluate(RUN_IDS)
     assert before == [r.run_id for r in table.rows]  # grouped order as written
@@ -92,13 +94,13 @@ def test_table_page_sorts_filters_and_picks_my_rig(browser: Any, tmp_path: Path)
     assert requests == []
 
 
-def test_compare_page_loads_offline(browser: Any, tmp_path: Path) -> None:
+def test_compare_page_loads_offline(open_page: Callable[..., Any], tmp_path: Path) -> None:
     key = load_public_key(KEYS / "h200-2026-12.pub")
     a, check_a = read_report(ROOT / "examples" / "reports" / "h200-tp1-resolve.report.json", key)
     b, check_b = read_report(ONE_H200, key)
     result = compare_reports(a, b)
     out = write_compare_page(result, [(a, check_a), (b, check_b)], tmp_path / "compare.html")
-    page, errors, requests = open_page(browser, out)
+    page, errors, requests = open_page(out)
     rows = page.locator("#figures tbody tr")
     assert rows.count() == len(result.metrics)
     first = rows.nth(0).locator("td").all_inner_texts()

@@ -194,7 +194,8 @@ def test_read_engine_choices_on_a_missing_file(tmp_path: Path) -> None:
     assert read_engine_choices(tmp_path) is None  # a directory is unreadable as a log too
 
 
-# the line vLLM 0.26.0 printed on an H200, mid-sweep (bench/results/h200-llama8b-bf16-sweep-...)
+# the line vLLM 0.26.0 printed on an H200, mid-sweep
+# (experiments/results/h200-llama8b-bf16-sweep-...)
 JIT_LINE = (
     "(EngineCore pid=1070) WARNING 12-02 06:46:32 [jit_monitor.py:135] Triton kernel JIT "
     "compilation during inference: _topk_topp_kernel. This causes a latency spike; consider "

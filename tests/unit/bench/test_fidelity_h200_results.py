@@ -1,7 +1,7 @@
-"""The committed H200 fidelity runs (bench/results/fidelity-h200-*.json, issue 14): each reads
-back as kit's Fidelity model, its summary is what kit's summarize gives from its windows, and
-goals_met is what the goals say of the kit arm. The fourth run (2026-12-03, ignore_eos) met both
-goals; the third (2026-12-02-s3) met the mean goal only."""
+"""The committed H200 fidelity runs (experiments/results/fidelity-h200-*.json, issue 14, copied to
+tests/fixtures/results/): each reads back as kit's Fidelity model, its summary is what kit's
+summarize gives from its windows, and goals_met is what the goals say of the kit arm. The fourth run
+(2026-12-03, ignore_eos) met both goals; the third (2026-12-02-s3) met the mean goal only."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from kit.bench.fidelity import GOAL_DIP_PCT, GOAL_MEAN_PCT, Fidelity, summarize
 
-RESULTS = Path(__file__).parents[3] / "bench" / "results"
+RESULTS = Path(__file__).parents[2] / "fixtures" / "results"
 # the first run (fidelity-h200-2026-12-02.json) carries a note added by hand ("incomplete": the
 # call's limit cut it), which the model refuses; the later ones are as kit wrote them
 RUNS = [

@@ -16,7 +16,7 @@ from kit.errors import BadInputError
 from kit.report.limits import MAX_PROBLEMS, MAX_STRING, MAX_VALUES, count_problems
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "reports"
-EXAMPLES = Path(__file__).parents[3] / "examples" / "reports"
+EXAMPLES = Path(__file__).parents[2] / "fixtures" / "examples" / "reports"
 UNSIGNED = (FIXTURES / "cpu-tiny-a.json").read_bytes()
 
 

@@ -1,5 +1,6 @@
-"""The DFlash2 backport's H200 runs (bench/results/h200-dflash2-2026-12-0{2,3}/, issue 18): the
-reports verify against the committed key and hold what the deterministic case predicts.
+"""The DFlash2 backport's H200 runs (experiments/results/h200-dflash2-2026-12-0{2,3}/, issue 18,
+copied to tests/fixtures/results/): the reports verify against the committed key and hold what
+the deterministic case predicts.
 
 token0: a zero-norm target that always emits token 0 and a draft whose every position has token
 0 as its strict top-1, so vLLM's own counters must show every drafted token accepted, at each of
@@ -17,10 +18,10 @@ from kit.report.files import read_report
 from kit.report.verify import verify_report
 from kit.signing import load_public_key
 
-ROOT = Path(__file__).parents[3]
-RUNS = ROOT / "bench" / "results" / "h200-dflash2-2026-12-02"
-FULL = ROOT / "bench" / "results" / "h200-dflash2-2026-12-03" / "int4-dflash2.report.json"
-KEY = load_public_key(ROOT / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+RUNS = FIXTURES / "results" / "h200-dflash2-2026-12-02"
+FULL = FIXTURES / "results" / "h200-dflash2-2026-12-03" / "int4-dflash2.report.json"
+KEY = load_public_key(FIXTURES / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
 
 
 @pytest.mark.parametrize(

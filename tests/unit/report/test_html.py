@@ -25,10 +25,10 @@ from kit.report.html.sweep import pareto_front
 from kit.signing import load_public_key
 from kit.signing.keys import fingerprint
 
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
-SWEEP = ROOT / "bench" / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
-SWEEP_KEY = ROOT / "examples" / "keys" / "h200-2026-12-02-s2.pub"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+EXAMPLES = sorted((FIXTURES / "examples" / "reports").glob("*.report.json"))
+SWEEP = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
+SWEEP_KEY = FIXTURES / "examples" / "keys" / "h200-2026-12-02-s2.pub"
 ORDER = ("verdict", "rig", "decode", "ttft", "prefill", "spec", "timeline", "load", "provenance")
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
@@ -36,7 +36,7 @@ SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 def key_for(path: Path) -> Path | None:
     """The committed public key whose fingerprint the report's signature names."""
     keyid = json.loads(path.read_bytes())["signatures"][0]["keyid"]
-    for pub in sorted((ROOT / "examples" / "keys").glob("*.pub")):
+    for pub in sorted((FIXTURES / "examples" / "keys").glob("*.pub")):
         if fingerprint(load_public_key(pub)) == keyid:
             return pub
     return None
@@ -86,7 +86,7 @@ def pages() -> dict[str, str]:
 
 
 def test_every_committed_report_has_a_key_here() -> None:
-    assert EXAMPLES, "examples/reports/*.report.json are missing"
+    assert EXAMPLES, "tests/fixtures/examples/reports/*.report.json are missing"
     assert all(key_for(p) is not None for p in EXAMPLES)
 
 
@@ -153,7 +153,7 @@ def test_rig_and_provenance_facts(pages: dict[str, str]) -> None:
         assert fact in rig, fact
     assert "redacted:" in rig and "(redacted)" in rig
     prov = page[page.index('<section id="provenance"') :]
-    src = ROOT / "examples" / "reports" / "h200x2-tp2.report.json"
+    src = FIXTURES / "examples" / "reports" / "h200x2-tp2.report.json"
     report, check = read_report(src, load_public_key(key_for(src)))  # type: ignore[arg-type]
     assert report.recipe_sha256 in prov
     assert f"signed by key {check.keyid}: signature VALID" in prov

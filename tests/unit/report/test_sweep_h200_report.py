@@ -1,8 +1,8 @@
-"""The concurrency sweep's complete H200 run (bench/results/h200-llama8b-bf16-sweep-2026-12-03/,
-issue 14): it verifies item by item against the committed key; kit's seven points and vLLM's
-bench serve at the same seven all completed every request; vLLM's saved results are the ones
-the report compared with; the throughputs agree within kit's 2 %; and bench/sweep-noise.py
-gives back the committed noise.json from the report."""
+"""The concurrency sweep's complete H200 run (issue 14: experiments/results/h200-llama8b-bf16-
+sweep-2026-12-03/, copied to tests/fixtures/results/): it verifies item by item against the
+committed key; kit's seven points and vLLM's bench serve at the same seven all completed every
+request; vLLM's saved results are the ones the report compared with; the throughputs agree within
+kit's 2 %; and experiments/sweep-noise.py gives back the committed noise.json from the report."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from kit.signing import load_public_key
 from kit.vllm_bench.points import TOLERANCE_PCT, compare_point
 
 ROOT = Path(__file__).parents[3]
-RUN = ROOT / "bench" / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
-KEY = load_public_key(ROOT / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
+FIXTURES = ROOT / "tests" / "fixtures"
+RUN = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
+KEY = load_public_key(FIXTURES / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
 LEVELS = [1, 2, 4, 8, 16, 32, 64]
 
 
@@ -64,7 +65,9 @@ def test_throughput_agrees_with_vllm_at_every_point(report: Report) -> None:
 
 
 def _noise_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sweep_noise", ROOT / "bench" / "sweep-noise.py")
+    # the experiment's own script (code under test, not data), run on the fixture copy
+    script = ROOT / "experiments" / "sweep-noise.py"
+    spec = importlib.util.spec_from_file_location("sweep_noise", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

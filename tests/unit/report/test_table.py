@@ -1,8 +1,8 @@
-"""kit report table: the committed example reports (all verify against examples/keys), a
-tampered copy and a report re-signed with a stranger's key (both refused, exit 1, or listed
-apart with --include-unverified), a file that is not a report (exit 2), the grouping and the
-cells of one example against the figures in the report itself, well-formed Markdown, and the
-HTML page and compare page as written."""
+"""kit report table: the committed example reports (their copies in tests/fixtures/examples/, all
+verifying against its keys/), a tampered copy and a report re-signed with a stranger's key (both
+refused, exit 1, or listed apart with --include-unverified), a file that is not a report (exit 2),
+the grouping and the cells of one example against the figures in the report itself, well-formed
+Markdown, and the HTML page and compare page as written."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from kit.report.table import COLUMNS, build_table, markdown
 from kit.signing import canonical_bytes, generate_keypair, load_private_key, load_public_key
 from kit.signing.envelope import sign_report
 
-ROOT = Path(__file__).resolve().parents[3]
-KEYS = ROOT / "examples" / "keys"
-EXAMPLES = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
-TP2 = ROOT / "examples" / "reports" / "h200x2-tp2.report.json"
-SWEEP = ROOT / "bench" / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+KEYS = FIXTURES / "examples" / "keys"
+EXAMPLES = sorted((FIXTURES / "examples" / "reports").glob("*.report.json"))
+TP2 = FIXTURES / "examples" / "reports" / "h200x2-tp2.report.json"
+SWEEP = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
 GROUP_2X = (
     "## synthetic Qwen3 (36L, h4096, seed 0), AutoRound INT4 g128 sym · "
     "2× NVIDIA H200, PCIe Gen5 x16/x16 · vllm 0.26.0"
@@ -252,8 +252,8 @@ def test_keys_dir_without_keys_exits_2(tmp_path: Path) -> None:
 
 
 def test_compare_html_shows_both_runs_and_bands(tmp_path: Path) -> None:
-    a = ROOT / "examples" / "reports" / "h200-tp1-resolve.report.json"
-    b = ROOT / "examples" / "reports" / "h200-tp1-rerun.report.json"
+    a = FIXTURES / "examples" / "reports" / "h200-tp1-resolve.report.json"
+    b = FIXTURES / "examples" / "reports" / "h200-tp1-rerun.report.json"
     out = tmp_path / "compare.html"
     key = KEYS / "h200-2026-12.pub"
     result = CliRunner().invoke(

@@ -19,7 +19,7 @@ from kit.errors import BadInputError, VerificationFailed
 from kit.signing import canonical
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "reports"
-EXAMPLES = Path(__file__).parents[3] / "examples" / "reports"
+EXAMPLES = Path(__file__).parents[2] / "fixtures" / "examples" / "reports"
 SIGNED = (FIXTURES / "cpu-tiny-a.signed.json").read_bytes()
 KEY = signing.load_public_key(FIXTURES / "signer.pub")
 HANG_GUARD_S = 30  # not a speed assertion: a regression that blocks fails instead of hanging
