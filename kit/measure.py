@@ -1,6 +1,6 @@
 """Measure stage: the recipe's protocol against a running server while the GPUs and the host
-are sampled, then what runs while the server is still up (vLLM's own benchmark, the roofline).
-Both runtimes measure through here."""
+are sampled (a :class:`Measurement`), then what runs while the server is still up (vLLM's own
+benchmark, the roofline: the :class:`Extras`). Every runtime measures through here."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from kit.bench import Bencher, BenchResult, RequestRecord, model_info
-from kit.build import Built
+from kit.bench import Bencher, RequestRecord, model_info
 from kit.engine import EngineEnv
 from kit.errors import KitError
 from kit.probe import GpuSampler, HostLoadSampler
 from kit.progress import Status
 from kit.recipe import LoadedRecipe
 from kit.recipe.traffic import point_levels, point_requests, point_warmups
-from kit.report.assemble import Evidence
-from kit.roofline import Bandwidth, bandwidth_source, measure_bandwidth, roofline
-from kit.vllm_bench import run_vllm_bench
+from kit.report.assemble import Extras, Measurement, Setup
+from kit.roofline import Bandwidth, Roofline, bandwidth_source, measure_bandwidth, roofline
+from kit.vllm_bench import VllmBench, run_vllm_bench
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +54,13 @@ def planned_requests(loaded: LoadedRecipe) -> int:
 def measure(
     url: str,
     loaded: LoadedRecipe,
-    ev: Evidence,
     alive: Callable[[], str] | None = None,
     sample_interval_s: float = 0.5,
     host_load: bool = True,
-) -> BenchResult:
+) -> Measurement:
     """Bench a running server with the recipe's protocol while sampling the GPUs and, when
     ``host_load`` (the server is kit's child, or in a container), how busy the host is with
-    other work; the samples go into ``ev``."""
+    other work."""
     model_name, max_len = model_info(url)
     status = Status()
     bencher = Bencher(
@@ -80,18 +78,21 @@ def measure(
         if host_load:
             bencher.hooks.append(load.mark)
         result = bencher.run()
-    ev.load_plan = bencher.plan
-    ev.sampling = sampler.sampling
-    ev.host_load = load.host_load if host_load else None
-    return result
+    return Measurement(
+        result=result,
+        sampling=sampler.sampling,
+        host_load=load.host_load if host_load else None,
+        load_plan=bencher.plan,
+    )
 
 
-def measured_bandwidth(loaded: LoadedRecipe, env: EngineEnv, ev: Evidence) -> Bandwidth | None:
+def measured_bandwidth(loaded: LoadedRecipe, env: EngineEnv) -> tuple[Bandwidth | None, list[str]]:
     """The bandwidth for the roofline, measured before the server takes the GPUs (when the
-    recipe asks for the roofline), else the recipe's datasheet figure."""
+    recipe asks for the roofline), else the recipe's datasheet figure; and the report's note
+    when there is neither."""
     settings = loaded.recipe.bench.roofline
     if settings is None:
-        return None
+        return None, []
     error = "not measured (bench.roofline.measure_bandwidth is false)"
     measured = []
     if settings.measure_bandwidth and loaded.recipe.server.engine.device == "cuda":
@@ -106,26 +107,31 @@ def measured_bandwidth(loaded: LoadedRecipe, env: EngineEnv, ev: Evidence) -> Ba
             log.warning("roofline: %s", error)
     source = bandwidth_source(measured, settings.datasheet_bandwidth_gbps, error)
     if source is None:
-        ev.notes.append(f"roofline skipped: no bandwidth ({error}) and no datasheet figure")
-    return source
+        return None, [f"roofline skipped: no bandwidth ({error}) and no datasheet figure"]
+    return source, []
 
 
 def after_bench(
     loaded: LoadedRecipe,
-    built: Built,
-    env: EngineEnv,
+    setup: Setup,
     url: str,
-    result: BenchResult,
+    measured: Measurement,
     bandwidth: Bandwidth | None,
-    ev: Evidence,
     out_dir: Path,
-) -> None:
-    """While the server is still up: vLLM's own benchmark, then the roofline. Neither failing
-    fails the run; the report says what failed."""
+) -> Extras:
+    """While the server is still up: vLLM's own benchmark, then the roofline, for a model kit
+    built and an engine it knows (nothing for a server it was given). Neither failing fails the
+    run; the notes say what failed."""
     recipe = loaded.recipe
+    built, env, result = setup.built, setup.env, measured.result
+    if built is None or env is None:
+        return Extras()
+    vllm_bench: VllmBench | None = None
+    roof: Roofline | None = None
+    notes: list[str] = []
     if recipe.bench.vllm_bench is not None:
         try:
-            ev.vllm_bench = run_vllm_bench(
+            vllm_bench = run_vllm_bench(
                 python=env.python,
                 pythonpath=env.pythonpath,
                 url=url,
@@ -136,14 +142,14 @@ def after_bench(
                 kit_result=result,
                 out_dir=out_dir,
                 recipe_dir=loaded.path.parent,
-                planned=ev.load_plan,
+                planned=measured.load_plan,
             )
         except (KitError, OSError, ValueError) as exc:
-            ev.notes.append(f"vllm bench serve failed: {exc}")
+            notes.append(f"vllm bench serve failed: {exc}")
             log.error("vllm bench serve failed: %s", exc)
     if bandwidth is not None:
         try:
-            ev.roofline = roofline(
+            roof = roofline(
                 result,
                 target_dir=built.served_dir,
                 draft_dir=built.draft_dir,
@@ -154,5 +160,6 @@ def after_bench(
                 bandwidth=bandwidth,
             )
         except (KitError, OSError, ValueError) as exc:
-            ev.notes.append(f"roofline failed: {exc}")
+            notes.append(f"roofline failed: {exc}")
             log.error("roofline failed: %s", exc)
+    return Extras(vllm_bench=vllm_bench, roofline=roof, notes=tuple(notes))

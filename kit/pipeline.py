@@ -1,8 +1,8 @@
 """The native runtime: model -> quantize -> engine -> serve -> bench -> report.
 
-Each stage is a function of its own module; this module only sequences them. The report is
-built by :mod:`kit.report.assemble` (the same path the compose runtime takes), and a failure
-after the build still writes one, marked incomplete.
+Each stage is a function of its own module; this module only sequences them. The bench and the
+report are :func:`kit.run.run_and_report`'s (the path every runtime takes), so a failure after
+the build still writes a report, marked incomplete. ``kit bench --target`` takes it too.
 """
 
 from __future__ import annotations
@@ -10,35 +10,69 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kit import engine as engine_mod
-from kit.bench import BenchResult
-from kit.build import build
+from kit.build import Built, build
 from kit.engine import EngineEnv
-from kit.errors import BadInputError, KitError
-from kit.measure import after_bench, measure, measured_bandwidth
+from kit.errors import BadInputError
+from kit.measure import measured_bandwidth
 from kit.preflight import preflight
 from kit.probe import probe_host
 from kit.progress import Status
 from kit.recipe import LoadedRecipe
-from kit.report.assemble import (
-    Evidence,
-    failure_text,
-    finish_report,
-    host_for_report,
-    new_report,
-    new_run_id,
-    server_info,
-)
-from kit.report.files import write_report
+from kit.report.assemble import Setup, host_for_report, new_run_id, server_info
 from kit.report.schema import Report, ServerInfo
+from kit.rerun import Rerun
+from kit.roofline import Bandwidth
+from kit.run import RunJob, Served, run_and_report
 from kit.serve import NativeRuntime, RunningServer
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NativeTarget:
+    """A server kit starts here as its child, on the engine installed while the model was
+    built; the bandwidth is measured before it takes the GPUs."""
+
+    loaded: LoadedRecipe
+    built: Built
+    engine_job: Future[EngineEnv]
+    log_path: Path
+    port: int | None
+    setup: Setup
+    notes: tuple[str, ...] = ()
+    host_load: bool = True  # the server is kit's child: its CPU is "ours"
+
+    def engine(self) -> EngineEnv:
+        return self.engine_job.result()  # re-raises what the install raised
+
+    def bandwidth(self) -> tuple[Bandwidth | None, list[str]]:
+        return measured_bandwidth(self.loaded, self.engine())
+
+    @contextlib.contextmanager
+    def serve(self) -> Iterator[Served]:
+        status = Status()
+        runtime = NativeRuntime(
+            self.engine(), progress=lambda s: status(f"serve: booting ({s:.0f} s)")
+        )
+        try:
+            with runtime.start(
+                self.loaded.recipe,
+                self.built.served_dir,
+                self.built.draft_dir,
+                self.log_path,
+                self.port,
+            ) as server:
+                status.done()
+                yield Served(server.url, lambda: server_info(server, "native"), server.exit_reason)
+        finally:
+            status.done()
 
 
 def reproduce(
@@ -48,8 +82,10 @@ def reproduce(
     engine_python: str | None = None,
     port: int | None = None,
     private_key: Ed25519PrivateKey | None = None,
+    rerun: Rerun | None = None,
 ) -> tuple[Report, Path]:
-    """Run every stage natively and write the report; returns it and its path.
+    """Run every stage natively and write the report (with the verdict of ``rerun``, a re-run
+    of a shared report); returns it and its path.
 
     A failure after the build still writes a report marked incomplete (with the runs made so
     far) before the error propagates.
@@ -57,8 +93,7 @@ def reproduce(
     preflight(loaded, engine_python=engine_python)
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
-    report = new_report(loaded, run_id)
-    ev = Evidence(host=host_for_report(probe_host(redact=True)))
+    host = host_for_report(probe_host(redact=True))
     server_recipe = loaded.recipe.server
     # the engine's venv is installed (downloads, unpacking) while the model is built and
     # quantized (compute); a build failure waits for the install to end before propagating
@@ -67,33 +102,35 @@ def reproduce(
             engine_mod.resolve, server_recipe.engine, server_recipe.patches, engine_python
         )
         built = build(loaded)
-    env: EngineEnv | None = None
-    result: BenchResult | None = None
-    status = Status()
-    try:
-        env = engine_job.result()  # re-raises what the install raised
-        bandwidth = measured_bandwidth(loaded, env, ev)
-        runtime = NativeRuntime(env, progress=lambda s: status(f"serve: booting ({s:.0f} s)"))
-        with runtime.start(
-            loaded.recipe, built.served_dir, built.draft_dir, out_dir / "server.log", port
-        ) as server:
-            status.done()
-            ev.server = server_info(server, "native")
-            try:
-                result = measure(server.url, loaded, ev, alive=server.exit_reason)
-                after_bench(loaded, built, env, server.url, result, bandwidth, ev, out_dir)
-            finally:  # read again: what the engine logged while it served (kernels it compiled)
-                ev.server = server_info(server, "native")
-    except (KitError, KeyboardInterrupt) as exc:
-        status.done()
-        report = finish_report(
-            report, built=built, env=env, result=result, failure=failure_text(exc), evidence=ev
-        )
-        path = write_report(report, out_dir, private_key)
-        log.error("partial report kept: %s", path)
-        raise
-    report = finish_report(report, built=built, env=env, result=result, failure=None, evidence=ev)
-    return report, write_report(report, out_dir, private_key)
+    target = NativeTarget(
+        loaded, built, engine_job, out_dir / "server.log", port, Setup(host=host, built=built)
+    )
+    return run_and_report(RunJob(loaded, run_id, out_dir, private_key, rerun), target)
+
+
+@dataclass(frozen=True)
+class ExternalTarget:
+    """A server kit did not start (``kit bench --target``): nothing is known of its engine or
+    model, so nothing runs after the bench, and its CPU would count as another process's."""
+
+    url: str
+    setup: Setup
+    host_load: bool = False
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return (f"benchmarked a server kit did not start ({self.url})",)
+
+    def engine(self) -> None:
+        return None
+
+    def bandwidth(self) -> tuple[Bandwidth | None, list[str]]:
+        return None, []
+
+    @contextlib.contextmanager
+    def serve(self) -> Iterator[Served]:
+        info = ServerInfo(runtime="external", argv=[], env={}, boot_s=None)
+        yield Served(self.url, lambda: info)
 
 
 def bench_target(
@@ -106,18 +143,9 @@ def bench_target(
         if not check.ok:
             raise BadInputError(check.detail, hint=check.hint)
     run_id = new_run_id()
-    report = new_report(loaded, run_id)
-    ev = Evidence(
-        host=host_for_report(probe_host(redact=True)),
-        server=ServerInfo(runtime="external", argv=[], env={}, boot_s=None),
-    )
-    # the server is not kit's: its CPU would count as another process's
-    result = measure(url, loaded, ev, host_load=False)
-    report = report.model_copy(
-        update={"notes": [*report.notes, f"benchmarked a server kit did not start ({url})"]}
-    )
-    report = finish_report(report, built=None, env=None, result=result, failure=None, evidence=ev)
-    return report, write_report(report, out_root / f"{loaded.recipe.name}-{run_id}", private_key)
+    out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
+    target = ExternalTarget(url, Setup(host=host_for_report(probe_host(redact=True))))
+    return run_and_report(RunJob(loaded, run_id, out_dir, private_key), target)
 
 
 @contextlib.contextmanager

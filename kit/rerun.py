@@ -8,20 +8,24 @@
    *variation*.
 3. Its patch series must be this checkout's, patch for patch and byte for byte: a re-run on
    other patches would measure something else (exit 3, naming the patches that differ).
-4. After the run, the verdict on it against the original (:mod:`kit.report.reproduction`) goes
-   into the new report, which is written again and signed with the run's key; it names the
-   original by run id and by the sha256 of the file's bytes.
+4. After the run, before its report is written (:func:`kit.run.run_and_report`), the verdict
+   on it against the original (:mod:`kit.report.reproduction`) goes into the new report
+   (:meth:`Rerun.attach`); it names the original by run id and by the sha256 of the file's
+   bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from kit.errors import EnvironmentProblem
 from kit.recipe import LoadedRecipe, load_embedded
-from kit.report.files import read_report, write_report
+from kit.report.files import read_report
 from kit.report.reproduction import judge
 from kit.report.schema import Report
 from kit.signing import SignatureCheck
@@ -41,9 +45,31 @@ def is_report_file(path: str | Path) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Rerun:
+    """A re-run of a shared report: the original, the sha256 of its file's bytes, and the
+    ``--set`` overrides that make the run a variation."""
+
+    original: Report
+    original_sha256: str
+    overrides: tuple[str, ...] = ()
+
+    def attach(self, new: Report) -> Report:
+        """The new report with the verdict on it against the original, and a note naming it."""
+        verdict = judge(
+            self.original, new, original_sha256=self.original_sha256, overrides=self.overrides
+        )
+        kind = "a variation of" if self.overrides else "a re-run of"
+        note = (
+            f"{kind} report {self.original.run_id} (sha256 {self.original_sha256[:12]}): "
+            f"{verdict.summary}"
+        )
+        return new.model_copy(update={"reproduction": verdict, "notes": [*new.notes, note]})
+
+
 def read_shared(
     path: Path,
-    public_key: object | None,
+    public_key: Ed25519PublicKey | None,
     *,
     allow_untrusted: bool = False,
     allow_unsigned: bool = False,
@@ -54,7 +80,7 @@ def read_shared(
     data = path.read_bytes()
     report, check = read_report(
         path,
-        public_key,  # type: ignore[arg-type]
+        public_key,
         trust=None if public_key is not None else TrustStore.default(),
         allow_untrusted=allow_untrusted,
         allow_unsigned=allow_unsigned,
@@ -115,9 +141,9 @@ def prepare_rerun(
     report_key: Path | None = None,
     allow_untrusted: bool = False,
     allow_unsigned: bool = False,
-) -> tuple[Report, str, LoadedRecipe]:
-    """Steps 1-3 for the report at ``path``: the report, the sha256 of its file, and the recipe
-    to run; raises before any work on a report that cannot be re-run here."""
+) -> tuple[Rerun, LoadedRecipe]:
+    """Steps 1-3 for the report at ``path``: the re-run (the report, the sha256 of its file)
+    and the recipe to run; raises before any work on a report that cannot be re-run here."""
     from kit.signing import load_public_key
 
     pub = load_public_key(report_key) if report_key else None
@@ -133,21 +159,4 @@ def prepare_rerun(
     log.info(
         "reproduce: %s of %s (%s, %s)", kind, original.run_id, original.recipe_name, digest[:12]
     )
-    return original, digest, loaded
-
-
-def attach_verdict(
-    new: Report,
-    where: Path,
-    original: Report,
-    original_sha256: str,
-    overrides: list[str] | tuple[str, ...],
-    private_key: object | None,
-) -> Report:
-    """The verdict into the new report, which is written again (signed with ``private_key``)."""
-    verdict = judge(original, new, original_sha256=original_sha256, overrides=overrides)
-    kind = "a variation of" if overrides else "a re-run of"
-    note = f"{kind} report {original.run_id} (sha256 {original_sha256[:12]}): {verdict.summary}"
-    updated = new.model_copy(update={"reproduction": verdict, "notes": [*new.notes, note]})
-    write_report(updated, where.parent, private_key)  # type: ignore[arg-type]
-    return updated
+    return Rerun(original, digest, tuple(overrides)), loaded

@@ -277,8 +277,8 @@ def reproduce(
     recipe's lock file applies where there is one (`kit lock`); --resolve writes it first.
 
     PATH may also be a shared report (REPORT.json): it is verified first (exit 1 on a bad
-    signature or a tampered file), its embedded recipe is run with the pins it ran with (its
-    patch series must be this checkout's), and the new report ends with the verdict on this run
+    signature or a tampered file), its embedded recipe is run natively with the pins it ran with
+    (its patch series must be this checkout's), and the new report ends with the verdict on this run
     against it: REPRODUCED (exit 0), DIFFERENT (which figures, which way, and the likely
     causes; exit 4, see --fail-on), INCONCLUSIVE (a side INVALID or a band too wide; exit 5)
     or NOT COMPARABLE (exit 1). --set makes the run a variation.
@@ -296,7 +296,7 @@ def reproduce(
     from kit.signing import signing_key
 
     install_sigterm_handler()
-    original = None
+    rerun = None
     if is_report_file(path):
         from kit.errors import BadInputError
         from kit.rerun import prepare_rerun
@@ -306,7 +306,13 @@ def reproduce(
                 "--resolve is for a recipe: a report carries the pins it ran with",
                 hint=f"kit reproduce {path} (without --resolve)",
             )
-        original, digest, loaded = prepare_rerun(
+        if runtime == "compose":
+            # the sidecar runs the embedded recipe from no file it could mount (kit.compose.env)
+            raise BadInputError(
+                "a re-run of a report runs natively: --runtime compose takes a recipe",
+                hint=f"kit reproduce {path} (without --runtime compose)",
+            )
+        rerun, loaded = prepare_rerun(
             Path(path),
             overrides,
             report_key=Path(report_key) if report_key else None,
@@ -321,7 +327,7 @@ def reproduce(
             "REPORT.json",
             hint="name a report file, or drop them",
         )
-    if original is None:
+    if rerun is None:
         if resolve:
             from kit.cli.recipe import write_recipe_lock
 
@@ -345,16 +351,14 @@ def reproduce(
     else:
         key = signing_key(key_path, not no_sign)
         report, where = run(
-            loaded, Path(out_dir), engine_python=engine_python, port=port, private_key=key
+            loaded,
+            Path(out_dir),
+            engine_python=engine_python,
+            port=port,
+            private_key=key,
+            rerun=rerun,
         )
-    if original is not None:
-        from kit.rerun import attach_verdict
-
-        # signed again by the key that signed the run (in containers: the sidecar's, read here)
-        report = attach_verdict(
-            report, where, original, digest, overrides, signing_key(key_path, not no_sign)
-        )
-        assert report.reproduction is not None
+    if report.reproduction is not None:
         click.echo(report.reproduction.text(), err=True)
     _echo_run(report, where)
     if report.reproduction is not None:

@@ -8,11 +8,15 @@ the signed report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +30,11 @@ from kit.paths import from_home_relative, home_relative, kit_home
 from kit.quantize import QuantManifest
 from kit.recipe import LoadedRecipe, Recipe, load_recipe
 from kit.serve import server_args
+
+if TYPE_CHECKING:  # the bench's modules load in the bench sidecar only, not in the server's
+    from kit.report.assemble import Setup
+    from kit.roofline import Bandwidth
+    from kit.run import Served
 
 log = logging.getLogger(__name__)
 
@@ -189,26 +198,58 @@ def _health(url: str) -> str:
         return f"the server stopped answering /health ({type(exc).__name__})"
 
 
+@dataclass(frozen=True)
+class SidecarTarget:
+    """The compose stack's server, benched from the sidecar: the image's engine, verified
+    before the run, and a server the sidecar watches through /health."""
+
+    loaded: LoadedRecipe
+    prepared: Prepared
+    env: EngineEnv
+    url: str
+    setup: Setup
+    notes: tuple[str, ...] = ("ran in containers: the host probed from the sidecar",)
+    host_load: bool = True  # sampled from the sidecar
+
+    def engine(self) -> EngineEnv:
+        return self.env
+
+    def bandwidth(self) -> tuple[Bandwidth | None, list[str]]:
+        if self.loaded.recipe.bench.roofline is None:
+            return None, []
+        return None, [
+            "roofline skipped: the compose runtime does not measure bandwidth before the "
+            "server starts"
+        ]
+
+    @contextlib.contextmanager
+    def serve(self) -> Iterator[Served]:
+        from kit.compose.nodes import read_facts
+        from kit.report.assemble import display_argv
+        from kit.report.schema import ServerInfo
+        from kit.run import Served
+
+        boot = os.environ.get("KIT_SERVER_BOOT_S")
+        nodes = self.loaded.recipe.server.nodes
+        info = ServerInfo(
+            runtime="compose",
+            argv=display_argv(server_argv(self.loaded, self.prepared, self.env.python)),
+            env=self.loaded.recipe.server.engine_env,
+            boot_s=float(boot) if boot else None,
+            log_file="server.log",
+            nodes=read_facts(nodes.count) if nodes else None,
+        )
+        yield Served(self.url, lambda: info, lambda: _health(self.url))
+
+
 def role_bench() -> int:
     """The sidecar: the recipe's protocol against the server, the host sampled, the report
     signed with the mounted key and written to ``$KIT_REPORTS``; exit 3 when incomplete."""
     from kit.build import Built
-    from kit.compose.nodes import read_facts
-    from kit.measure import after_bench, measure
     from kit.probe import probe_host
-    from kit.report.assemble import (
-        Evidence,
-        ImageRef,
-        display_argv,
-        failure_text,
-        finish_report,
-        host_for_report,
-        new_report,
-        new_run_id,
-    )
-    from kit.report.files import write_report
-    from kit.report.schema import ServerInfo
+    from kit.report.assemble import ImageRef, Setup, host_for_report, new_run_id
     from kit.report.show import summary_table
+    from kit.run import RunJob, run_and_report
     from kit.serve import install_sigterm_handler
     from kit.signing import load_private_key
 
@@ -231,43 +272,11 @@ def role_bench() -> int:
         served_dir=from_home_relative(prepared.served_dir),
         quantization=prepared.quantization,
     )
-    boot = os.environ.get("KIT_SERVER_BOOT_S")
-    nodes = loaded.recipe.server.nodes
-    ev = Evidence(
-        host=host_for_report(probe_host(redact=True)),
-        server=ServerInfo(
-            runtime="compose",
-            argv=display_argv(server_argv(loaded, prepared, env.python)),
-            env=loaded.recipe.server.engine_env,
-            boot_s=float(boot) if boot else None,
-            log_file="server.log",
-            nodes=read_facts(nodes.count) if nodes else None,
-        ),
-    )
-    report = new_report(loaded, run_id)
-    report = report.model_copy(
-        update={"notes": [*report.notes, "ran in containers: the host probed from the sidecar"]}
-    )
-    result = None
-    failure: str | None = None
-    try:
-        result = measure(url, loaded, ev, alive=lambda: _health(url))
-        if loaded.recipe.bench.roofline is not None:
-            ev.notes.append(
-                "roofline skipped: the compose runtime does not measure bandwidth before the "
-                "server starts"
-            )
-        after_bench(loaded, built, env, url, result, None, ev, out_dir)
-    except BaseException as exc:
-        failure = failure_text(exc)
-        raise
-    finally:
-        image = ImageRef(ref=os.environ.get("KIT_IMAGE", ""), id=os.environ.get("KIT_IMAGE_ID", ""))
-        final = finish_report(
-            report, built=built, env=env, result=result, failure=failure, evidence=ev, image=image
-        )
-        path = write_report(final, out_dir, key)
-        log.info("report: %s", path)
+    image = ImageRef(ref=os.environ.get("KIT_IMAGE", ""), id=os.environ.get("KIT_IMAGE_ID", ""))
+    setup = Setup(host=host_for_report(probe_host(redact=True)), built=built, image=image)
+    target = SidecarTarget(loaded, prepared, env, url, setup)
+    final, path = run_and_report(RunJob(loaded, run_id, out_dir, key), target)
+    log.info("report: %s", path)
     sys.stderr.write(summary_table(final) + "\n")
     return 0 if final.status == "complete" else 3
 

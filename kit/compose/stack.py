@@ -20,7 +20,7 @@ from kit import image
 from kit.compose.env import render, signing_key_file, write_env
 from kit.compose.nodes import WORKER_SERVICE
 from kit.compose.project import ComposeProject, compose_command
-from kit.errors import BadInputError, EnvironmentProblem, KitError, ServerError
+from kit.errors import BadInputError, EnvironmentProblem, ServerError
 from kit.preflight import preflight
 from kit.recipe import LoadedRecipe, Recipe
 from kit.report.schema import Report
@@ -249,7 +249,7 @@ def reproduce(
                     f"the bench container failed (exit {code}):\n" + _tail(out_dir / "bench.log"),
                     hint=f"full log: {out_dir / 'bench.log'}",
                 )
-    except (KitError, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # the rule of kit.run.run_and_report
         if serving and not report_path.exists():
             _failure_report(loaded, run_id, out_dir, key_file, exc, info, boot)
         if report_path.exists():
@@ -282,8 +282,8 @@ def _failure_report(
     """The report of a run that failed before the sidecar wrote one: marked incomplete."""
     from kit.probe import probe_host
     from kit.report.assemble import (
-        Evidence,
         ImageRef,
+        Setup,
         failure_text,
         finish_report,
         host_for_report,
@@ -293,18 +293,11 @@ def _failure_report(
     from kit.report.schema import ServerInfo
     from kit.signing import load_private_key
 
-    ev = Evidence(
+    setup = Setup(
         host=host_for_report(probe_host(redact=True)),
         server=ServerInfo(runtime="compose", argv=[], env={}, boot_s=boot, log_file="server.log"),
-    )
-    report = finish_report(
-        new_report(loaded, run_id),
-        built=None,
-        env=None,
-        result=None,
-        failure=failure_text(exc),
-        evidence=ev,
         image=ImageRef(ref=info.ref, id=info.id),
     )
+    report = finish_report(new_report(loaded, run_id), setup, None, failure=failure_text(exc))
     key = load_private_key(key_file) if key_file else None
     write_report(report, out_dir, key)

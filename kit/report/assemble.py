@@ -1,8 +1,9 @@
 """Building a report: started before the run, finished after it (or after its failure).
 
-Both runtimes, native (:mod:`kit.pipeline`) and containers (:mod:`kit.compose`), build their
-reports here and only here: :func:`new_report` when the run starts, :func:`finish_report` when
-it ends, with ``failure`` set (see :func:`failure_text`) when it did not end well.
+Reports are built here and only here, by :func:`kit.run.run_and_report` (every runtime's run)
+and by the compose host for a stack that failed before its sidecar wrote one:
+:func:`new_report` when the run starts, :func:`finish_report` with what the stages returned
+when it ends, ``failure`` set (see :func:`failure_text`) when it did not end well.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import platform
 import secrets
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -102,34 +103,54 @@ def energy_of(sampling: GpuSampling | None, result: BenchResult | None) -> float
     return value if isinstance(value, float) else None
 
 
-@dataclass
-class Evidence:
-    """What was observed about the host and the server while the run happened."""
+@dataclass(frozen=True)
+class Setup:
+    """What a run ran on, for its report: the host as probed when it started, the server, the
+    model as built, the engine and the image (compose). What a runtime does not have is None."""
 
     host: HostProbe | None = None
+    server: ServerInfo | None = None
+    built: Built | None = None
+    env: EngineEnv | None = None
+    image: ImageRef | None = None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What the measure stage returns (:func:`kit.measure.measure`): the bench result and what
+    was sampled while it ran."""
+
+    result: BenchResult
     sampling: GpuSampling | None = None
     host_load: HostLoad | None = None
-    server: ServerInfo | None = None
-    roofline: Roofline | None = None
-    vllm_bench: VllmBench | None = None
     # a load run's requests as kit drew them (kit.bench.Bencher.plan), for vLLM's side
     load_plan: list[Planned] | None = None
-    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What the post-bench step returns (:func:`kit.measure.after_bench`): vLLM's own benchmark,
+    the roofline, and notes on what of them failed."""
+
+    vllm_bench: VllmBench | None = None
+    roofline: Roofline | None = None
+    notes: tuple[str, ...] = ()
 
 
 def finish_report(
     report: Report,
+    setup: Setup,
+    measured: Measurement | None,
+    extras: Extras | None = None,
     *,
-    built: Built | None,
-    env: EngineEnv | None,
-    result: BenchResult | None,
     failure: str | None,
-    evidence: Evidence | None = None,
-    image: ImageRef | None = None,
 ) -> Report:
-    """The report of a run that ended: what was built and measured, the evidence, the status
+    """The report of a run that ended: what it ran on, what was measured, the status
     (incomplete when ``failure`` is given or the bench did not finish) and the verdict."""
-    ev = evidence or Evidence()
+    extras = extras or Extras()
+    result = measured.result if measured else None
+    sampling = measured.sampling if measured else None
+    built, env, image = setup.built, setup.env, setup.image
     versions = dict(report.versions)
     if env is not None:
         versions[env.name] = env.version
@@ -152,18 +173,18 @@ def finish_report(
             "model": built.model if built else None,
             "draft": built.draft if built else None,
             "quantization": built.quantization if built else None,
-            "server": ev.server,
+            "server": setup.server,
             "bench": result,
-            "host": ev.host,
-            "gpu_sampling": ev.sampling,
-            "host_load": ev.host_load,
-            "energy_per_token_j": energy_of(ev.sampling, result),
-            "roofline": ev.roofline,
-            "vllm_bench": ev.vllm_bench,
-            "notes": [*report.notes, *ev.notes],
+            "host": setup.host,
+            "gpu_sampling": sampling,
+            "host_load": measured.host_load if measured else None,
+            "energy_per_token_j": energy_of(sampling, result),
+            "roofline": extras.roofline,
+            "vllm_bench": extras.vllm_bench,
+            "notes": [*report.notes, *extras.notes],
         }
     )
-    validity = verdict(out, ev.host, ev.sampling)
+    validity = verdict(out, setup.host, sampling)
     return out.model_copy(update={"validity": validity})
 
 

@@ -4,7 +4,8 @@ Per prompt of the sequential protocol, from the records alone (a verifier gets t
 
 - ``held-stream`` (warning): runs the server held, left out of the headline (kit.bench.held);
 - ``too-few-clean-runs`` (error): fewer than ``MIN_CLEAN_RUNS`` runs left for the headline;
-- ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes;
+- ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes
+  (rules 3: also the runs off the median by more than CV_LIMIT_PCT, and the hypervisor's steal);
 - ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure):
   a least-squares slope whose t-test rejects no trend at 5 %, and a change of 3 % or more;
 - ``host-contention`` (warning): the machine's cores saturated while measuring, with held or
@@ -35,6 +36,8 @@ MIN_CLEAN_RUNS = 3
 DRIFT_MIN_RUNS = 5
 # the machine was saturated: this share of all its cores busy while measuring
 CONTENTION_BUSY_PCT = 90.0
+# rules 3: a hypervisor that took this share of the CPU time (steal) is named as a cause
+STEAL_PCT = 1.0
 VRAM_GROWTH_MIB = 256
 
 
@@ -98,7 +101,7 @@ def _contention(load: HostLoad | None) -> str | None:
     )
 
 
-def _checked(load: HostLoad | None, drift: str | None) -> str:
+def _checked(load: HostLoad | None, drift: str | None, rules: int) -> str:
     """What was looked at when no cause was found."""
     parts = ["no held stream left in the headline"]
     if load is None or load.busy_pct is None:
@@ -108,6 +111,9 @@ def _checked(load: HostLoad | None, drift: str | None) -> str:
             f"host {load.busy_pct:.0f} % busy (others {load.other_cpu_pct or 0:.0f} %), below "
             f"{CONTENTION_BUSY_PCT:g} %"
         )
+        if rules >= 3:
+            steal = "not measured" if load.steal_pct is None else f"{load.steal_pct:.1f} %"
+            parts.append(f"hypervisor steal {steal}")
     parts.append(drift or "no drift across the runs")
     return "no cause found (checked: " + "; ".join(parts) + ")"
 
@@ -140,7 +146,19 @@ def vram_findings(report: Report) -> list[Finding]:
     return found
 
 
-def decode_findings(report: Report) -> list[Finding]:
+def off_runs(runs: list[int], values: list[float]) -> str:
+    """The runs off their median by more than CV_LIMIT_PCT, e.g. ``#2 112.3 (-9.8 %)``."""
+    med = statistics.median(values)
+    off = [
+        f"#{i} {v:,.1f} ({(v / med - 1) * 100:+.1f} %)"
+        for i, v in zip(runs, values, strict=True)
+        if abs(v / med - 1) * 100 > CV_LIMIT_PCT
+    ]
+    where = ", ".join(off) if off else "none, the spread is even"
+    return f"runs off the median {med:,.1f} tok/s by more than {CV_LIMIT_PCT:g} %: {where}"
+
+
+def decode_findings(report: Report, rules: int) -> list[Finding]:
     found: list[Finding] = []
     bench = report.bench
     if bench is None:
@@ -198,14 +216,20 @@ def decode_findings(report: Report) -> list[Finding]:
                 causes = [c for c in (contention, drift) if c]
                 if load is not None and (load.other_cpu_pct or 0) > 10:
                     causes.append(f"other processes used {load.other_cpu_pct:.0f} % of the CPU")
+                if rules >= 3 and load is not None and (load.steal_pct or 0) >= STEAL_PCT:
+                    causes.append(
+                        f"the hypervisor took {load.steal_pct:.1f} % of the CPU time (steal): "
+                        "other guests shared this machine's cores"
+                    )
                 contended = contended or contention is not None
+                which = f" ({off_runs(head.runs_used, values)})" if rules >= 3 else ""
                 found.append(
                     _finding(
                         "decode-cv-high",
                         "error",
                         f"{name}: decode TPS CV {cv:.1f} % over the headline's {len(values)} runs "
-                        f"is above {CV_LIMIT_PCT:.0f} %; "
-                        + ("; ".join(causes) if causes else _checked(load, drift)),
+                        f"is above {CV_LIMIT_PCT:.0f} %{which}; "
+                        + ("; ".join(causes) if causes else _checked(load, drift, rules)),
                     )
                 )
     if contended and contention is not None:

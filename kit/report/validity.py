@@ -9,6 +9,8 @@ the order the checks run. The same function runs when the report is written and 
 - rules 2 (:mod:`kit.report.causes`): held streams named and left out of the headline, the CV
   taken over the headline's runs, every decode error with the causes kit can see (or what it
   checked), a drift across runs, and host contention.
+- rules 3: as rules 2, and a high CV also names the runs off the median and the hypervisor's
+  steal (a cause when 1 % or more, else among what was checked).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe
 if TYPE_CHECKING:
     from kit.report.schema import Report
 
-RULES = 2  # the verdict rules new reports are judged by
+RULES = 3  # the verdict rules new reports are judged by
 CV_LIMIT_PCT = 5.0
 # kit's load client at this share of one core (its busiest process) may be what set a point's
 # pace: its event loop is then late to read what arrived, and to send what is due
@@ -39,7 +41,8 @@ class Validity(KitModel):
     rules: int = Field(
         1,
         description="The verdict rules it was judged by (kit.report.validity): 1, the first; "
-        "2, held streams, causes, drift and contention. Absent: 1.",
+        "2, held streams, causes, drift and contention; 3, as 2 and a high CV names the runs "
+        "off the median and the hypervisor's steal. Absent: 1.",
     )
 
     @model_serializer(mode="wrap")
@@ -62,7 +65,7 @@ def _bench_findings(report: Report, rules: int) -> list[Finding]:
     if rules >= 2:
         from kit.report.causes import decode_findings
 
-        found += decode_findings(report)
+        found += decode_findings(report, rules)
     errors = [r for r in bench.records if r.error]
     if errors:
         found.append(

@@ -159,15 +159,22 @@ def run_kit(repo_root: Path) -> KitRun:
     return run
 
 
-def project_containers(project: str) -> list[str]:
-    """Every container of a compose project, running or not."""
-    out = image.docker(
-        ["ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"]
-    )
-    return out.stdout.split()
+@pytest.fixture(scope="session")
+def project_containers() -> Callable[[str], list[str]]:
+    """``project_containers(project)``: every container of a compose project, running or not."""
+
+    def containers(project: str) -> list[str]:
+        out = image.docker(
+            ["ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"]
+        )
+        return out.stdout.split()
+
+    return containers
 
 
+@pytest.fixture(scope="session")
 def make() -> str:
+    """The make binary."""
     found = shutil.which("make")
     assert found is not None
     return found

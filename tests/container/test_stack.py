@@ -9,6 +9,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,7 @@ from kit.recipe import LoadedRecipe, load_recipe
 from kit.report.verify import verify_report
 from kit.signing import KeyPair, load_public_key, read_payload
 
-from .conftest import KitRun, make, project_containers
-
+KitRun = Callable[..., subprocess.CompletedProcess[str]]
 pytestmark = pytest.mark.container
 
 
@@ -47,7 +47,10 @@ def test_no_docker_engine_is_exit_3_with_a_hint(run_kit: KitRun, tmp_path: Path)
 
 
 def test_gpu_recipe_without_gpus_is_exit_3(
-    docker_engine: None, gpu_recipe: Path, tmp_path: Path
+    docker_engine: None,
+    gpu_recipe: Path,
+    tmp_path: Path,
+    project_containers: Callable[[str], list[str]],
 ) -> None:
     pins = [
         "server.engine.image=vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64,
@@ -69,7 +72,10 @@ def test_gpu_recipe_without_gpus_is_exit_3(
 
 
 def test_port_in_use_is_exit_3_before_anything_starts(
-    docker_engine: None, small: LoadedRecipe, tmp_path: Path
+    docker_engine: None,
+    small: LoadedRecipe,
+    tmp_path: Path,
+    project_containers: Callable[[str], list[str]],
 ) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -89,6 +95,7 @@ def test_reproduce_in_containers_writes_a_signed_report(
     run_kit: KitRun,
     tmp_path: Path,
     timings: dict[str, float],
+    project_containers: Callable[[str], list[str]],
 ) -> None:
     t0 = time.monotonic()
     proc = run_kit(
@@ -142,6 +149,7 @@ def test_two_nodes_in_containers_serve_one_model(
     run_kit: KitRun,
     tmp_path: Path,
     timings: dict[str, float],
+    project_containers: Callable[[str], list[str]],
 ) -> None:
     """recipes/cpu-tiny-2nodes.yaml in the stack: the server container is the head, one
     server-worker container the headless node 1 (its rank from its replica number), pipeline
@@ -186,6 +194,8 @@ def test_make_up_bench_down(
     repo_root: Path,
     tmp_path: Path,
     timings: dict[str, float],
+    project_containers: Callable[[str], list[str]],
+    make: str,
 ) -> None:
     env = {**os.environ, "KIT_SIGNING_KEY": str(keypair.private_key)}
     args = [f"RECIPE={small_recipe.relative_to(repo_root)}", f"REPORTS={tmp_path}"]
@@ -193,7 +203,7 @@ def test_make_up_bench_down(
     try:
         for target in ("up", "bench"):
             proc = subprocess.run(
-                [make(), "-s", target, *args],
+                [make, "-s", target, *args],
                 cwd=repo_root,
                 env=env,
                 capture_output=True,
@@ -202,7 +212,7 @@ def test_make_up_bench_down(
             assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     finally:
         down = subprocess.run(
-            [make(), "-s", "down", *args], cwd=repo_root, env=env, capture_output=True, text=True
+            [make, "-s", "down", *args], cwd=repo_root, env=env, capture_output=True, text=True
         )
     timings["make_up_bench_down_s"] = round(time.monotonic() - t0, 1)
     assert down.returncode == 0, down.stderr
@@ -228,7 +238,11 @@ def _kill_server_mid_bench(project: str, out_root: Path, done: threading.Event) 
 
 
 def test_server_container_that_exits_mid_bench_keeps_a_partial_report(
-    cpu_image: image.ImageInfo, small: LoadedRecipe, keypair: KeyPair, tmp_path: Path
+    cpu_image: image.ImageInfo,
+    small: LoadedRecipe,
+    keypair: KeyPair,
+    tmp_path: Path,
+    project_containers: Callable[[str], list[str]],
 ) -> None:
     done = threading.Event()
     killer = threading.Thread(
@@ -255,7 +269,11 @@ def test_server_container_that_exits_mid_bench_keeps_a_partial_report(
 
 
 def test_server_refuses_an_image_whose_patches_are_not_the_recipes(
-    cpu_image: image.ImageInfo, small_recipe: Path, keypair: KeyPair, tmp_path: Path
+    cpu_image: image.ImageInfo,
+    small_recipe: Path,
+    keypair: KeyPair,
+    tmp_path: Path,
+    project_containers: Callable[[str], list[str]],
 ) -> None:
     """The recipe says unpatched; the image under its tag carries the series: the server
     container refuses to start (exit 3 at boot), the run fails with a report marked
@@ -280,7 +298,10 @@ def test_server_refuses_an_image_whose_patches_are_not_the_recipes(
 
 
 def test_unhealthy_server_is_exit_3(
-    cpu_image: image.ImageInfo, small_recipe: Path, tmp_path: Path
+    cpu_image: image.ImageInfo,
+    small_recipe: Path,
+    tmp_path: Path,
+    project_containers: Callable[[str], list[str]],
 ) -> None:
     loaded = load_recipe(small_recipe, ["server.health_timeout_s=1"])
     with pytest.raises(ServerError) as err:

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,7 @@ from kit import compose, image
 from kit.errors import BadInputError
 from kit.recipe import load_recipe
 
-from .conftest import KitRun
-
+KitRun = Callable[..., subprocess.CompletedProcess[str]]
 pytestmark = pytest.mark.container
 
 

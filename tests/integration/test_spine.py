@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from factories import finished
 
 from kit.bench import Bencher, model_info
 from kit.build import Built, build
@@ -17,7 +18,7 @@ from kit.engine import EngineEnv
 from kit.probe import probe_host
 from kit.recipe import LoadedRecipe, load_recipe
 from kit.report import Report, write_report
-from kit.report.assemble import Evidence, finish_report, new_report, server_info
+from kit.report.assemble import new_report, server_info
 from kit.report.verify import verify_report
 from kit.serve import RunningServer
 from kit.signing import canonical_bytes, generate_keypair, load_private_key, load_public_key
@@ -93,14 +94,13 @@ def test_bench_real_server(
     salts = {r.salt for r in result.records if r.salt}
     assert len(salts) == 2  # every prefill request is unique
 
-    ev = Evidence(host=probe_host(), server=server_info(server, "native"))
-    report = finish_report(
+    report = finished(
         new_report(small, "test"),
         built=built,
         env=engine_env,
         result=result,
-        failure=None,
-        evidence=ev,
+        host=probe_host(),
+        server=server_info(server, "native"),
     )
     path = write_report(report, tmp_path)
     envelope = json.loads(path.read_bytes())

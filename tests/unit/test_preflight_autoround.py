@@ -16,9 +16,11 @@ from kit.preflight import checks, table
 from kit.preflight.autoround import autoround_checks, tuning_estimate
 from kit.preflight.gpu import Card, Shape
 from kit.recipe import AutoRoundQuantization, load_recipe
-from tests.unit.test_preflight_gpu import PINS, RTX3090, SEED, cached_models  # noqa: F401
 
-MEASURED = Path("bench/results/autoround-24gb-h200-2026-12-01.json")
+SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
+RTX3090 = Card(index=0, name="NVIDIA GeForce RTX 3090", memory_gib=24.0)
+# experiments/results/autoround-24gb-h200-2026-12-01.json, copied
+MEASURED = Path("tests/fixtures/results/autoround-24gb-h200-2026-12-01.json")
 
 
 def arms(repo_root: Path) -> list[dict[str, Any]]:
@@ -58,8 +60,10 @@ def test_the_formula_meets_the_capped_measurement_from_above(repo_root: Path, ar
     assert run["out_of_memory"] is None
 
 
-def test_the_seeds_placement_fits_two_3090s(repo_root: Path, cached_models: Path) -> None:  # noqa: F811
-    recipe = load_recipe(repo_root / SEED, PINS).recipe
+def test_the_seeds_placement_fits_two_3090s(
+    repo_root: Path, cached_models: Path, seed_pins: list[str]
+) -> None:
+    recipe = load_recipe(repo_root / SEED, seed_pins).recipe
     items = autoround_checks(recipe, [RTX3090, RTX3090], 128.0)
     assert [(c.name, c.ok) for c in items] == [
         ("autoround memory", True),
@@ -71,9 +75,10 @@ def test_the_seeds_placement_fits_two_3090s(repo_root: Path, cached_models: Path
 
 def test_block_inputs_that_do_not_fit_the_card_are_refused_with_the_fix(
     repo_root: Path,
-    cached_models: Path,  # noqa: F811
+    cached_models: Path,
+    seed_pins: list[str],
 ) -> None:
-    more = [*PINS, "quantization.nsamples=256"]
+    more = [*seed_pins, "quantization.nsamples=256"]
     on_card = load_recipe(
         repo_root / SEED, [*more, "quantization.placement.low_gpu_mem_usage=false"]
     )
@@ -87,9 +92,10 @@ def test_block_inputs_that_do_not_fit_the_card_are_refused_with_the_fix(
 
 def test_a_block_spread_over_two_cards_halves_its_part(
     repo_root: Path,
-    cached_models: Path,  # noqa: F811
+    cached_models: Path,
+    seed_pins: list[str],
 ) -> None:
-    big = [*PINS, "quantization.batch_size=32"]
+    big = [*seed_pins, "quantization.batch_size=32"]
     one = load_recipe(repo_root / SEED, big)
     assert not autoround_checks(one.recipe, [RTX3090, RTX3090], None)[0].ok
     two = load_recipe(repo_root / SEED, [*big, "quantization.placement.device_map=[0, 1]"])
@@ -99,16 +105,19 @@ def test_a_block_spread_over_two_cards_halves_its_part(
 
 def test_a_device_map_naming_a_missing_card_is_the_recipes_fault(
     repo_root: Path,
-    cached_models: Path,  # noqa: F811
+    cached_models: Path,
+    seed_pins: list[str],
 ) -> None:
-    loaded = load_recipe(repo_root / SEED, [*PINS, "quantization.placement.device_map=2"])
+    loaded = load_recipe(repo_root / SEED, [*seed_pins, "quantization.placement.device_map=2"])
     [item] = autoround_checks(loaded.recipe, [RTX3090, RTX3090], None)
     assert (item.ok, item.fault) == (False, "recipe")
     assert item.detail == "quantization.placement: device_map 2 names card(s) [2], and there are 2"
 
 
-def test_host_ram_for_the_whole_model_is_checked(repo_root: Path, cached_models: Path) -> None:  # noqa: F811
-    recipe = load_recipe(repo_root / SEED, PINS).recipe
+def test_host_ram_for_the_whole_model_is_checked(
+    repo_root: Path, cached_models: Path, seed_pins: list[str]
+) -> None:
+    recipe = load_recipe(repo_root / SEED, seed_pins).recipe
     host = autoround_checks(recipe, [RTX3090, RTX3090], 32.0)[1]
     assert not host.ok  # 27B in bf16 is 46 GiB, and the seed keeps the block inputs in RAM
     assert host.detail == (
@@ -127,9 +136,10 @@ def test_published_checkpoints_cpu_and_rtn_builds_have_no_such_item(repo_root: P
 
 def test_the_cli_shows_the_autoround_item_for_an_assumed_rig(
     repo_root: Path,
-    cached_models: Path,  # noqa: F811
+    cached_models: Path,
+    seed_pins: list[str],
 ) -> None:
-    args = ["preflight", str(repo_root / SEED), *[a for p in PINS for a in ("--set", p)]]
+    args = ["preflight", str(repo_root / SEED), *[a for p in seed_pins for a in ("--set", p)]]
     res = CliRunner().invoke(main, [*args, "--rig", "2x24"])
     assert res.exit_code == 0, res.output
     assert "ok      autoround memory" in res.stdout

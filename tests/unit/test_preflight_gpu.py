@@ -8,7 +8,6 @@ NVML is real: on this machine (no GPU) it cannot start, and the count check says
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from click.testing import CliRunner
 
 from kit.cli import main
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.model.hub import hub_cache_dir
 from kit.preflight import Card, checks, gpu_checks, preflight, table
 from kit.preflight.docker import container_checks
 from kit.preflight.gpu import GIB, estimate, visible_cards
@@ -26,35 +24,6 @@ SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 H200 = "recipes/h200-synthetic-int4-dflash.yaml"
 RTX3090 = Card(index=0, name="NVIDIA GeForce RTX 3090", memory_gib=24.0)
 H200_CARD = Card(index=0, name="NVIDIA H200", memory_gib=139.8)
-MODEL_REV, DRAFT_REV = "a" * 40, "b" * 40
-PINS = [f"model.revision={MODEL_REV}", f"speculative.draft.revision={DRAFT_REV}"]
-# Qwen3-class 27B dims (hidden 5120, 64 layers, 8 KV heads of 128) and a 1-layer DFlash2 draft
-TARGET_CONFIG = {
-    "hidden_size": 5120,
-    "intermediate_size": 17408,
-    "num_hidden_layers": 64,
-    "num_attention_heads": 64,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "vocab_size": 151936,
-}
-DRAFT_CONFIG = {**TARGET_CONFIG, "num_hidden_layers": 1}
-
-
-def hub_cache(root: Path, repo_id: str, revision: str, config: dict[str, object]) -> None:
-    """A huggingface_hub cache entry as the hub client writes one: snapshots/<sha>/config.json."""
-    snapshot = root / f"models--{repo_id.replace('/', '--')}" / "snapshots" / revision
-    snapshot.mkdir(parents=True)
-    (snapshot / "config.json").write_text(json.dumps(config))
-
-
-@pytest.fixture
-def cached_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KIT_HOME", str(tmp_path / "kit"))
-    cache = hub_cache_dir()  # kit's own huggingface_hub cache
-    hub_cache(cache, "Qwen/Qwen3.8-27B", MODEL_REV, TARGET_CONFIG)
-    hub_cache(cache, "incoai/Qwen3.8-27B-DFlash2", DRAFT_REV, DRAFT_CONFIG)
-    return cache
 
 
 def test_the_seed_lists_every_missing_pin_and_the_gpus_in_one_run(repo_root: Path) -> None:
@@ -103,8 +72,10 @@ def test_missing_pins_are_the_recipes_fault_even_with_the_gpus(
     ]
 
 
-def test_the_forced_2x3090_rig_fits_the_seed(repo_root: Path, cached_models: Path) -> None:
-    loaded = load_recipe(repo_root / SEED, PINS)
+def test_the_forced_2x3090_rig_fits_the_seed(
+    repo_root: Path, cached_models: Path, seed_pins: list[str]
+) -> None:
+    loaded = load_recipe(repo_root / SEED, seed_pins)
     items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
     assert [(c.name, c.ok) for c in items] == [("gpus", True), ("gpu memory", True)], table(items)
     est = estimate(loaded.recipe)
@@ -119,8 +90,10 @@ def test_the_forced_2x3090_rig_fits_the_seed(repo_root: Path, cached_models: Pat
     assert "of 21.6 GiB usable (0.9 of the smallest card)" in items[1].detail
 
 
-def test_one_3090_is_refused_with_the_count(repo_root: Path, cached_models: Path) -> None:
-    loaded = load_recipe(repo_root / SEED, PINS)
+def test_one_3090_is_refused_with_the_count(
+    repo_root: Path, cached_models: Path, seed_pins: list[str]
+) -> None:
+    loaded = load_recipe(repo_root / SEED, seed_pins)
     items = gpu_checks(loaded.recipe, [RTX3090], None)
     assert [(c.name, c.ok) for c in items] == [("gpus", False)]
     assert items[0].detail == (
@@ -128,18 +101,20 @@ def test_one_3090_is_refused_with_the_count(repo_root: Path, cached_models: Path
     )
 
 
-def test_a_context_that_does_not_fit_is_refused(repo_root: Path, cached_models: Path) -> None:
-    loaded = load_recipe(repo_root / SEED, [*PINS, "server.kv_cache_dtype=auto"])
+def test_a_context_that_does_not_fit_is_refused(
+    repo_root: Path, cached_models: Path, seed_pins: list[str]
+) -> None:
+    loaded = load_recipe(repo_root / SEED, [*seed_pins, "server.kv_cache_dtype=auto"])
     items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
     assert not items[1].ok  # a bf16 KV cache at 131072 is 16 GiB a card on top of the weights
     assert "lower server.max_model_len" in items[1].hint
 
 
 def test_without_the_models_config_the_memory_is_not_estimated(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_pins: list[str]
 ) -> None:
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "empty"))
-    loaded = load_recipe(repo_root / SEED, PINS)
+    loaded = load_recipe(repo_root / SEED, seed_pins)
     items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
     assert items[1].ok and items[1].detail.startswith("not estimated:")
 
@@ -159,8 +134,8 @@ def test_checks_are_pins_then_resources(repo_root: Path) -> None:
     assert names == ["engine python", "shm", "cpu-isa", "int4-path", "memory", "disk"]
 
 
-def test_a_rig_can_be_assumed_from_the_command_line(repo_root: Path) -> None:
-    args = ["preflight", str(repo_root / SEED), *[a for p in PINS for a in ("--set", p)]]
+def test_a_rig_can_be_assumed_from_the_command_line(repo_root: Path, seed_pins: list[str]) -> None:
+    args = ["preflight", str(repo_root / SEED), *[a for p in seed_pins for a in ("--set", p)]]
     res = CliRunner().invoke(main, [*args, "--rig", "2x24"])
     assert res.exit_code == 0, res.output
     assert "ok      gpus                   2 assumed (card 24 GiB, card 24 GiB)" in res.stdout

@@ -1,15 +1,15 @@
 """Faults that cannot be made on demand with a real engine: an error mid-stream, a stall.
 
-A small loopback server speaks the OpenAI streaming protocol and misbehaves on request N;
-the bench must keep every earlier run and mark the result incomplete with the reason.
+A small loopback server (the ``server`` fixture, tests/unit/bench/conftest.py) speaks the OpenAI
+streaming protocol and misbehaves on request N; the bench must keep every earlier run and mark
+the result incomplete with the reason.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -17,69 +17,6 @@ import pytest
 from kit.bench import Bencher
 from kit.recipe import Bench, Prompt
 from kit.recipe.serving import Prefill
-
-
-def make_server(fail_at: int, mode: str) -> ThreadingHTTPServer:
-    state = {"n": 0}
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            body = b""
-            if self.path == "/v1/models":
-                body = json.dumps({"data": [{"id": "m", "max_model_len": 4096}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_POST(self) -> None:
-            length = int(self.headers["Content-Length"])
-            req = json.loads(self.rfile.read(length))
-            state["n"] += 1
-            if state["n"] == fail_at and mode == "500":
-                self.send_response(500)
-                self.send_header("Content-Length", "5")
-                self.end_headers()
-                self.wfile.write(b"boom!")
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-
-            def send(obj: object) -> None:
-                text = obj if isinstance(obj, str) else json.dumps(obj)
-                self.wfile.write(f"data: {text}\n\n".encode())
-                self.wfile.flush()
-
-            send({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]})
-            if state["n"] == fail_at and mode == "error-chunk":
-                send({"error": {"message": "engine dead", "code": 500}})
-                return
-            if state["n"] == fail_at and mode == "stall":
-                time.sleep(3)
-                return
-            n = req["max_tokens"]
-            send({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": n}})
-            send("[DONE]")
-
-    return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-
-
-def serving(srv: ThreadingHTTPServer) -> Iterator[str]:
-    """The server's URL while it serves on a thread; shut down after."""
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-
-
-@pytest.fixture
-def server(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield from serving(make_server(*request.param))
-
 
 BENCH = Bench(
     warmups=1,
@@ -190,8 +127,8 @@ def prefill_engine(rate: float, stall_after_first: float = 0.0) -> ThreadingHTTP
 
 
 @pytest.fixture
-def engine(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield from serving(prefill_engine(*request.param))
+def engine(request: pytest.FixtureRequest, serve: Callable[[ThreadingHTTPServer], str]) -> str:
+    return serve(prefill_engine(*request.param))
 
 
 PROBE = Bench(

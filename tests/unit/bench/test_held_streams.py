@@ -73,7 +73,7 @@ def test_a_held_stream_named_from_its_shape_alone(
     [held] = reasons(report, "held-stream")
     assert held.startswith("narrative: 1 of 5 measured runs were held streams, left out of the ")
     assert "#2: first token after " in held and "witness: the stream's shape" in held
-    assert report["validity"]["valid"] is True and report["validity"]["rules"] == 2
+    assert report["validity"]["valid"] is True and report["validity"]["rules"] == 3
     assert reasons(report, "decode-cv-high") == []  # the CV is the headline's runs'
     records = [r for r in report["bench"]["records"] if r["phase"] == "measured"]
     assert all("server" not in r for r in records)  # no /metrics: no witness was read

@@ -1,5 +1,6 @@
-"""Verdict rules 2: every decode error names a cause kit can see, or what it checked; a drift
-across runs and a saturated host are named with their figures."""
+"""Verdict rules 2 and 3: every decode error names a cause kit can see, or what it checked; a
+drift across runs and a saturated host are named with their figures; rules 3 also name the runs
+off the median and the hypervisor's steal."""
 
 from __future__ import annotations
 
@@ -34,9 +35,9 @@ def with_decode(report: Report, prompt: str, values: list[float], **update: Any)
     return report.model_copy(update={"bench": bench, **update})
 
 
-def load(busy: float, own: float, other: float) -> HostLoad:
+def load(busy: float, own: float, other: float, steal: float = 0.0) -> HostLoad:
     return HostLoad(
-        window_s=20.0, windows=2, samples=40, cores=2, busy_pct=busy, steal_pct=0.0,
+        window_s=20.0, windows=2, samples=40, cores=2, busy_pct=busy, steal_pct=steal,
         own_cpu_pct=own, other_cpu_pct=other, loadavg_start=1.0, loadavg_end=2.0, top_other=[],
         foreign_gpu_processes=None, foreign_gpu_unavailable="no NVML", error=None,
     )  # fmt: skip
@@ -50,12 +51,13 @@ def message(report: Report, code: str) -> str:
     return next(f.message for f in verdict(report).reasons if f.code == code)
 
 
-def test_new_reports_are_judged_by_rules_2_and_old_ones_keep_theirs(
+def test_new_reports_are_judged_by_rules_3_and_old_ones_keep_theirs(
     a: Report, repo_root: Path
 ) -> None:
-    assert RULES == 2 and verdict(a).rules == 2 and a.validity.rules == 2
-    path = repo_root / "examples/reports/h200x2-tp2.report.json"
-    old, _ = read_report(path, load_public_key(repo_root / "examples/keys/example.pub"))
+    assert RULES == 3 and verdict(a).rules == 3 and a.validity.rules == 3
+    examples = repo_root / "tests/fixtures/examples"
+    path = examples / "reports/h200x2-tp2.report.json"
+    old, _ = read_report(path, load_public_key(examples / "keys/example.pub"))
     assert old.validity.rules == 1  # signed before rules 2: absent, read as 1
     assert verdict(old, old.host, old.gpu_sampling, rules=1) == old.validity
     # rules 2 would add the drift of its narrative runs (224 -> 206 tok/s)
@@ -77,9 +79,28 @@ def test_a_noisy_figure_without_a_visible_cause_says_what_was_checked(a: Report)
     assert ("decode-cv-high", "error") in codes(noisy)
     text = message(noisy, "decode-cv-high")
     assert text.startswith("code: decode TPS CV ") and "over the headline's 5 runs" in text
+    # the runs off the median (101.0) by more than 5 %, by index
+    assert (
+        "(runs off the median 101.0 tok/s by more than 5 %: #1 120.0 (+18.8 %), #2 95.0 (-5.9 %), "
+        "#3 118.0 (+16.8 %)); "
+    ) in text
     assert text.endswith(
         "no cause found (checked: no held stream left in the headline; host 60 % busy (others "
-        "3 %), below 90 %; no drift across the runs)"
+        "3 %), below 90 %; hypervisor steal 0.0 %; no drift across the runs)"
+    )
+    # rules 2, which a report signed by them keeps, said neither
+    old = verdict(noisy, rules=2)
+    said = next(f.message for f in old.reasons if f.code == "decode-cv-high")
+    assert "runs off the median" not in said and "steal" not in said
+
+
+def test_steal_is_named_as_a_cause(a: Report) -> None:
+    noisy = with_decode(
+        a, "code", [100.0, 120.0, 95.0, 118.0, 101.0], host_load=load(60, 55, 3, steal=6.5)
+    )
+    assert message(noisy, "decode-cv-high").endswith(
+        "; the hypervisor took 6.5 % of the CPU time (steal): other guests shared this "
+        "machine's cores"
     )
 
 

@@ -1,9 +1,8 @@
 """kit.report.compare: deltas and noise bands checked by hand from the raw records, refusals and
 warnings for each aspect, and the comparison with a recipe's published reference.
 
-The reports are the files under tests/fixtures/reports (written by
-tests/unit/report/test_verify.py's builder from kit's own stage code), read the way the CLI reads
-them.
+The reports are the files under tests/fixtures/reports (written by `make fixtures` with
+tests/factories.py's builder, from kit's own stage code), read the way the CLI reads them.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import finished
 
 from kit.build import Built
 from kit.engine import EngineEnv
@@ -21,14 +22,7 @@ from kit.model.hub import local
 from kit.probe import host_probe_from_dump
 from kit.recipe import load_recipe
 from kit.recipe.sources import LocalModel
-from kit.report.assemble import (
-    Evidence,
-    engine_info,
-    finish_report,
-    host_for_report,
-    new_report,
-    server_info,
-)
+from kit.report.assemble import engine_info, host_for_report, new_report, server_info
 from kit.report.schema import Report
 from kit.serve import RunningServer
 from kit.vllm_bench import VllmBench, bench_argv, compare, parse_result, shown_argv
@@ -184,7 +178,11 @@ def build(
     )
     dump["host"].update(hostname=HOST, user=USER, home=str(m.home))
     dump["host"]["python"]["executable"] = str(m.home / ".venv" / "bin" / "python")
-    evidence = Evidence(
+    report = finished(
+        new_report(loaded, "20261201T120000Z-abcdef"),
+        built=built,
+        env=env,
+        result=None,
         host=host_for_report(host_probe_from_dump(dump)),
         server=server_info(server, "native"),
         vllm_bench=VllmBench(
@@ -195,10 +193,6 @@ def build(
             prompts=[entry],
             agree=None,
         ),
-    )
-    report = new_report(loaded, "20261201T120000Z-abcdef")
-    report = finish_report(
-        report, built=built, env=env, result=None, failure=None, evidence=evidence
     )
     assert report.engine == engine_info(env)
     return report

