@@ -86,9 +86,10 @@ unit: venv ## fast tests, no server
 integration: venv ## tests against a real vLLM CPU server (slow: builds the engine venv once)
 	$(PY) -m pytest tests/integration -q $(PYTEST_ARGS)
 
-lint: venv ## ruff check + format check
+lint: venv ## ruff check + format check, and the import layers (lint-imports)
 	$(VENV)/bin/ruff check kit tests experiments
 	$(VENV)/bin/ruff format --check kit tests experiments
+	$(VENV)/bin/lint-imports
 
 fmt: venv ## fix what lint reports
 	$(VENV)/bin/ruff check --fix kit tests experiments

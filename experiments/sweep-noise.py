@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kit.bench.load.summary import _tpot_s, completed
+from kit.bench.load.summary import completed, tpot_s
 from kit.report.files import read_report
 from kit.report.schema import Report
 from kit.signing.keys import load_public_key
@@ -66,7 +66,7 @@ def points(report: Report, seed: int) -> list[dict[str, object]]:
     for p in report.bench.load_points:
         done = completed(in_send_order, p.label)
         ttft = [r.first_chunk_s * 1000 for r in done if r.first_chunk_s is not None]
-        tpot = [t * 1000 for r in done if (t := _tpot_s(r)) is not None]
+        tpot = [t * 1000 for r in done if (t := tpot_s(r)) is not None]
         theirs = vllm.get(p.label, {})
         out.append(
             {

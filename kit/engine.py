@@ -24,11 +24,11 @@ from pydantic import Field
 
 from kit import installer
 from kit import patches as patches_mod
+from kit.enginefacts import EngineFacts
 from kit.errors import BadInputError, EnvironmentProblem
 from kit.patches import PatchManifest
 from kit.paths import display_path, kit_home
 from kit.recipe import Engine
-from kit.report.schema import EngineFacts
 
 log = logging.getLogger(__name__)
 

@@ -66,7 +66,8 @@ def uv_binary() -> str:
     if given:
         return given
     try:
-        from uv import find_uv_bin  # type: ignore[import-not-found,unused-ignore]
+        # lazy: optional, uv may be absent (see the docstring)
+        from uv import find_uv_bin  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415
 
         return str(find_uv_bin())
     except (ImportError, FileNotFoundError):

@@ -22,6 +22,7 @@ from kit.engine import EngineEnv
 from kit.errors import BadInputError
 from kit.measure import measured_bandwidth
 from kit.preflight import preflight
+from kit.preflight.pins import dataset_checks
 from kit.probe import probe_host
 from kit.progress import Status
 from kit.recipe import LoadedRecipe
@@ -137,8 +138,6 @@ def bench_target(
     url: str, loaded: LoadedRecipe, out_root: Path, private_key: Ed25519PrivateKey | None = None
 ) -> tuple[Report, Path]:
     """Bench an already running OpenAI server with the recipe's protocol."""
-    from kit.preflight.pins import dataset_checks
-
     for check in dataset_checks(loaded):  # a wrong dataset file before any request
         if not check.ok:
             raise BadInputError(check.detail, hint=check.hint)

@@ -236,9 +236,10 @@ def placement_kwargs(placement: dict[str, Any] | None, device: str) -> dict[str,
 
 def _run_job(job_path: str) -> None:
     """Child-process entry: run AutoRound on one job and print the output folder as JSON."""
-    import torch
-    from auto_round import AutoRound
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    # lazy: heavy, and in the build extra
+    import torch  # noqa: PLC0415
+    from auto_round import AutoRound  # noqa: PLC0415
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
 
     job = json.loads(Path(job_path).read_text())
     p = job["params"]

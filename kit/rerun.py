@@ -2,7 +2,7 @@
 
 1. The report is read as every reader reads it (:func:`kit.report.files.read_report`): a bad
    signature or a tampered file stops here (exit 1); so does a signer that is neither given
-   (``--key``) nor trusted, unless ``--allow-untrusted``.
+   (``--report-key``) nor trusted, unless ``--allow-untrusted``.
 2. Its embedded recipe, with the pins it ran with (hub revisions, image digest, engine
    version), is the recipe of the re-run; ``--set`` still applies and makes the run a
    *variation*.
@@ -24,11 +24,12 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from kit.errors import EnvironmentProblem
+from kit.patches import series_named
 from kit.recipe import LoadedRecipe, load_embedded
 from kit.report.files import read_report
 from kit.report.reproduction import judge
 from kit.report.schema import Report
-from kit.signing import SignatureCheck
+from kit.signing import SignatureCheck, TrustStore, load_public_key
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,6 @@ def read_shared(
     allow_unsigned: bool = False,
 ) -> tuple[Report, SignatureCheck, str]:
     """The shared report, checked; its signature check; the sha256 of its bytes."""
-    from kit.signing import TrustStore
-
     data = path.read_bytes()
     report, check = read_report(
         path,
@@ -84,6 +83,7 @@ def read_shared(
         trust=None if public_key is not None else TrustStore.default(),
         allow_untrusted=allow_untrusted,
         allow_unsigned=allow_unsigned,
+        key_option="--report-key",  # kit reproduce's --key is the key that signs the re-run
     )
     return report, check, hashlib.sha256(data).hexdigest()
 
@@ -98,8 +98,6 @@ def recipe_of(report: Report, path: Path, overrides: list[str] | tuple[str, ...]
 def check_series(report: Report, loaded: LoadedRecipe) -> None:
     """The report's patch series against this checkout's; raises EnvironmentProblem when a
     patch differs, is missing, or is extra."""
-    from kit.patches import series_named
-
     name = loaded.recipe.server.patches
     shipped = report.patches
     if name is None:
@@ -144,8 +142,6 @@ def prepare_rerun(
 ) -> tuple[Rerun, LoadedRecipe]:
     """Steps 1-3 for the report at ``path``: the re-run (the report, the sha256 of its file)
     and the recipe to run; raises before any work on a report that cannot be re-run here."""
-    from kit.signing import load_public_key
-
     pub = load_public_key(report_key) if report_key else None
     original, check, digest = read_shared(
         path, pub, allow_untrusted=allow_untrusted, allow_unsigned=allow_unsigned

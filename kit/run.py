@@ -94,7 +94,8 @@ def run_and_report(job: RunJob, target: Target) -> tuple[Report, Path]:
     The one failure rule: every failure of the run, a ``KitError``, a plain bug (any
     ``Exception``) or a ``KeyboardInterrupt`` (Ctrl-C, and SIGTERM as ``Terminated``), writes
     the report marked incomplete, with what was made so far and the failure as its reason, then
-    propagates unchanged, so the exit code is the one it would have been. ``SystemExit`` and
+    propagates unchanged, so the exit code is the one it would have been (also when the
+    partial report cannot be written: that is logged). ``SystemExit`` and
     ``GeneratorExit`` pass without a report: they are the interpreter being asked to leave, not
     the run failing, and no stage of a run raises them.
     """
@@ -121,7 +122,11 @@ def run_and_report(job: RunJob, target: Target) -> tuple[Report, Path]:
             report = job.rerun.attach(report)
     except (Exception, KeyboardInterrupt) as exc:  # not SystemExit, GeneratorExit: see above
         partial = finish_report(started, setup, measured, extras, failure=failure_text(exc))
-        path = write_report(partial, job.out_dir, job.private_key)
-        log.error("partial report kept: %s", path)
+        try:
+            path = write_report(partial, job.out_dir, job.private_key)
+        except OSError as lost:  # a full disk: said here, and the run's own failure raised
+            log.error("partial report not written: %s", failure_text(lost))
+        else:
+            log.error("partial report kept: %s", path)
         raise
     return report, write_report(report, job.out_dir, job.private_key)

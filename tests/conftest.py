@@ -20,6 +20,11 @@ RECIPES = sorted(p for p in (ROOT / "recipes").glob("*.yaml") if not p.name.ends
 SERIES_DIRS = sorted((ROOT / "patches").iterdir())
 EXAMPLE_REPORTS = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
 VLLM_BENCH_RESULTS = sorted((ROOT / "tests" / "fixtures" / "vllm-bench").glob("*.json"))
+FOREIGN_RESULTS = sorted(  # result files of other tools (not their README or provenance)
+    p
+    for p in (ROOT / "tests" / "fixtures" / "foreign").rglob("*")
+    if p.is_file() and p.suffix != ".md" and not p.name.startswith(".")
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,5 +69,12 @@ def every_example_report(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture(params=VLLM_BENCH_RESULTS, ids=lambda p: p.name)
 def every_vllm_bench_result(request: pytest.FixtureRequest) -> Path:
     """Each `vllm bench serve` result recorded in tests/fixtures/vllm-bench/ in turn."""
+    path: Path = request.param
+    return path
+
+
+@pytest.fixture(params=FOREIGN_RESULTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def every_foreign_result(request: pytest.FixtureRequest) -> Path:
+    """Each result file of another tool in tests/fixtures/foreign/ in turn."""
     path: Path = request.param
     return path

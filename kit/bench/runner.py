@@ -43,6 +43,7 @@ from kit.bench.summary import (
     summarize_prefill,
     summarize_prompt,
 )
+from kit.errors import ServerAnswerError
 from kit.metrics import (
     Sample,
     SpecDecode,
@@ -391,8 +392,18 @@ class Bencher:
 
 
 def model_info(url: str) -> tuple[str, int | None]:
-    """Served model name and its max_model_len, from /v1/models."""
-    resp = httpx.get(url.rstrip("/") + "/v1/models", timeout=10)
-    entry = resp.json()["data"][0]
-    limit = entry.get("max_model_len")
-    return str(entry["id"]), int(limit) if limit else None
+    """Served model name and its max_model_len, from /v1/models. A server that cannot be
+    reached raises httpx's error (:func:`kit.errors.to_kit_error` words it); one that answers
+    an error status or no OpenAI model list raises ``ServerAnswerError``."""
+    endpoint = url.rstrip("/") + "/v1/models"
+    resp = httpx.get(endpoint, timeout=10)
+    if resp.is_error:
+        raise ServerAnswerError(endpoint, resp.status_code, resp.text)
+    try:
+        entry = resp.json()["data"][0]
+        limit = entry.get("max_model_len")
+        return str(entry["id"]), int(limit) if limit else None
+    except (ValueError, LookupError, TypeError, AttributeError):
+        raise ServerAnswerError(
+            endpoint, resp.status_code, resp.text, expected="no OpenAI model list"
+        ) from None

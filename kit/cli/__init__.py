@@ -1,5 +1,5 @@
-"""The ``kit`` command line: the top-level group, logging, and the one place where errors
-become messages.
+"""The ``kit`` command line: the top-level group, logging and error messages
+(:mod:`kit.console`, shared with the containers).
 
 Each command lives in the module of its group and is a thin call of one stage function; this
 file only registers them.
@@ -8,60 +8,26 @@ file only registers them.
 from __future__ import annotations
 
 import logging
-import os
-import sys
-import traceback
 from typing import Any
 
 import click
 
 from kit import __version__
-from kit.cli import containers, fleet, host, keys, patches, recipe, report, run, schema
-from kit.errors import KitError, ServerError, Terminated
-
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process it ended
-
-
-def report_error(exc: KitError | KeyboardInterrupt) -> int:
-    """``error:`` lines, the server's log tail, then the ``hint:`` line, all on stderr; returns
-    the exit code. The one place an error becomes a message, for the CLI and the containers."""
-    if isinstance(exc, Terminated):
-        click.echo("error: stopped by SIGTERM", err=True)
-        return EXIT_TERMINATED
-    if isinstance(exc, KeyboardInterrupt):
-        click.echo("error: interrupted", err=True)
-        return EXIT_INTERRUPTED
-    if os.environ.get("KIT_DEBUG") == "1":
-        traceback.print_exc()
-    for line in exc.message.splitlines() or [""]:
-        click.echo(f"error: {line}", err=True)
-    if isinstance(exc, ServerError) and exc.log_tail:
-        click.echo("server log (last lines):", err=True)
-        click.echo(exc.log_tail, err=True)
-    if exc.hint:
-        click.echo(f"hint: {exc.hint}", err=True)
-    return exc.exit_code
+from kit.cli import containers, fleet, host, importer, keys, patches, recipe, report, run, schema
+from kit.console import report_error, setup_logging
 
 
 class KitGroup(click.Group):
-    """Turns KitError into 'error:'/'hint:' lines and the documented exit code."""
+    """The one error boundary: every exception from a command, but click's own (a usage error,
+    ``ctx.exit``), becomes 'error:'/'hint:' lines and the documented exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (KitError, KeyboardInterrupt) as exc:
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
             ctx.exit(report_error(exc))
-
-
-def setup_logging(level: int) -> None:
-    """kit's log lines, message only, on stderr."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    root = logging.getLogger("kit")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
 
 
 @click.group(cls=KitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,5 +63,6 @@ for _command in (
     host.probe,
     fleet.sweep,
     fleet.fleet,
+    importer.import_file,
 ):
     main.add_command(_command)

@@ -12,7 +12,7 @@ from kit.cli.options import set_option, sign_options
 from kit.recipe import load_recipe
 
 if TYPE_CHECKING:
-    from kit.image.build import EngineFrom
+    from kit.image import EngineFrom
 
 
 @click.group("image")

@@ -84,7 +84,8 @@ def keys_list() -> None:
 @keys.command("untrust")
 @click.argument("name_or_fingerprint")
 def keys_untrust(name_or_fingerprint: str) -> None:
-    """Stop trusting a key, named by its trust-store name or its fingerprint.
+    """Stop trusting a key, named by its trust-store name or its fingerprint; a unique prefix
+    of the fingerprint (4 or more hex digits) will do.
 
     \b
     Examples:

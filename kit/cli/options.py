@@ -12,6 +12,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 SET_HELP = "Override a recipe value, validated like the file (repeatable): --set a.b=value"
 
 
+def base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: ``value`` must be an http(s) URL with a host, else a BadInputError
+    that names the option (exit 2), before any request."""
+    from urllib.parse import urlsplit
+
+    from kit.errors import BadInputError
+
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a bad port, an unclosed [IPv6]
+        ok = False
+    if not ok:
+        option = param.opts[0] if param.opts else str(param.name)
+        raise BadInputError(
+            f"{option} {value}: not an http(s) URL with a host",
+            hint=f"{option} takes a server's base URL, such as {option} http://127.0.0.1:8000",
+        )
+    return value
+
+
 def set_option(f: F) -> F:
     """``--set a.b=value`` (repeatable), passed on as ``overrides``."""
     return click.option("--set", "overrides", multiple=True, help=SET_HELP)(f)

@@ -68,7 +68,8 @@ def recipe_show(path: str, overrides: tuple[str, ...]) -> None:
 def write_recipe_lock(path: str, images: bool) -> Path:
     """Resolve what the recipe at ``path`` leaves open and write its lock beside it; the GPU
     base image only with ``images``."""
-    from kit.recipe.lock import lock_path, resolve, write_lock
+    from kit.lock import resolve
+    from kit.recipe.lock import lock_path, write_lock
 
     loaded = load_recipe(path, use_lock=False)
     lock = resolve(loaded.recipe, loaded.path.name, loaded.recipe.sha256(), images=images)

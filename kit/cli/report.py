@@ -118,11 +118,11 @@ def report_show(
       kit report show --markdown --header reports/*/report.json >> BENCHMARKS.md
       kit report show --allow-untrusted --allow-unsigned downloaded/report.json
     """
-    from kit.report.files import read_report
+    from kit.report.files import ReadPolicy, read_report
     from kit.report.show import markdown_header, markdown_row, show_table
 
     key = _public_key(key_path)
-    policy = {"allow_unsigned": allow_unsigned, "allow_untrusted": allow_untrusted}
+    policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
     if markdown and header:
         click.echo(markdown_header())
     for i, path in enumerate(paths):
@@ -184,7 +184,7 @@ def report_compare(
     """
     from kit.errors import BadInputError
     from kit.report.compare import compare_reports
-    from kit.report.files import read_report
+    from kit.report.files import ReadPolicy, read_report
     from kit.report.reference import compare_with_reference
 
     if (b is None) == (reference is None):
@@ -195,7 +195,7 @@ def report_compare(
     from kit.report.show import UNTRUSTED, comparison_text
 
     key = _public_key(key_path)
-    policy = {"allow_unsigned": allow_unsigned, "allow_untrusted": allow_untrusted}
+    policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
     first, check_a = read_report(Path(a), key, trust=_trust(key), **policy)
     untrusted = set()
     if b is not None:
@@ -246,11 +246,11 @@ def report_html(
       kit report html report.json -o /tmp/run.html --key ~/.config/kit/kit.pub
       kit report html --allow-untrusted downloaded/report.json
     """
-    from kit.report.files import read_report
+    from kit.report.files import ReadPolicy, read_report
     from kit.report.html import HTML_FILE, write_html
 
     key = _public_key(key_path)
-    policy = {"allow_unsigned": allow_unsigned, "allow_untrusted": allow_untrusted}
+    policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
     loaded, check = read_report(Path(path), key, trust=_trust(key), **policy)
     out = Path(output) if output else Path(path).parent / HTML_FILE
     click.echo(str(write_html(loaded, check, out)))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kit.cli.options import F, exit_by_verdict, fail_on_option, set_option, sign_options
+from kit.cli.options import F, base_url, exit_by_verdict, fail_on_option, set_option, sign_options
 from kit.errors import EXIT_ENVIRONMENT, ServerError
 from kit.recipe import load_recipe
 from kit.recipe.protocol import REFERENCE_PROTOCOL
@@ -136,7 +136,12 @@ def serve(
 
 @click.command("bench")
 @click.argument("path", type=click.Path(), required=False)
-@click.option("--target", required=True, help="Base URL of a running OpenAI-compatible server.")
+@click.option(
+    "--target",
+    required=True,
+    callback=base_url,
+    help="Base URL of a running OpenAI-compatible server.",
+)
 @set_option
 @_out_option
 @sign_options
@@ -172,7 +177,7 @@ def bench(
     loaded = load_recipe(path or str(REFERENCE_PROTOCOL), overrides)
     if fidelity_rounds is not None:
         from kit.bench import model_info
-        from kit.bench.fidelity import fidelity, fidelity_table
+        from kit.fidelity import fidelity, fidelity_table
         from kit.report.assemble import new_run_id
 
         model, _ = model_info(target)

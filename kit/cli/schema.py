@@ -22,18 +22,19 @@ from kit.errors import EXIT_FAILED
 )
 @click.option("--check", is_flag=True, help="Exit 1 if the committed schemas differ.")
 def schema(out_dir: str, check: bool) -> None:
-    """Generate the recipe and report JSON Schemas from the models.
+    """Generate the recipe, recipe file and report JSON Schemas from the models.
 
     \b
     Examples:
       kit schema
       kit schema --check
     """
-    from kit.recipe import recipe_json_schema
+    from kit.recipe import recipe_file_json_schema, recipe_json_schema
     from kit.report.schema import report_json_schema
 
     outputs = {
         "recipe.schema.json": recipe_json_schema(),
+        "recipe-file.schema.json": recipe_file_json_schema(),
         "report.schema.json": report_json_schema(),
     }
     drift = []

@@ -13,8 +13,11 @@ from pathlib import Path
 
 from kit import image
 from kit.errors import BadInputError, EnvironmentProblem
+from kit.paths import default_private_key_path, kit_home
+from kit.probe.dump import host_facts_for_containers
 from kit.recipe import LoadedRecipe, Recipe
 from kit.serve import free_port
+from kit.signing import load_private_key
 
 CONTAINER_PORT = 8000  # inside the project network only; the host port is KIT_HOST_PORT
 CACHE_VOLUME = "kit-home"
@@ -74,8 +77,6 @@ def _readable_copy(root: Path, files: list[Path], key: str) -> Path:
     kit's cache that every user may read (0755, files 0644); with empty ``recipes/`` and
     ``patches/`` where ``root`` has them, so the loader in the container finds the repository
     it may extend from, as it would in ``root``."""
-    from kit.paths import kit_home
-
     copy = kit_home() / "compose-recipes" / key[:16]
     for marker in ("recipes", "patches"):
         if (root / marker).is_dir():
@@ -92,8 +93,6 @@ def _readable_copy(root: Path, files: list[Path], key: str) -> Path:
 
 def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
     """The private key file the bench sidecar signs with (same choice as the native run)."""
-    from kit.paths import default_private_key_path
-
     if not sign:
         return None
     path = Path(key_path).expanduser() if key_path else default_private_key_path()
@@ -101,7 +100,6 @@ def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
         raise BadInputError(f"--key {key_path}: no such file")
     if not path.is_file():
         return None
-    from kit.signing import load_private_key
 
     load_private_key(path)  # refused here (mode, format) before any image is built
     return path.resolve()
@@ -119,8 +117,6 @@ def render(
     run_id: str = "",
 ) -> dict[str, str]:
     """Every variable compose.yaml reads, for one recipe (in the order they are written)."""
-    from kit.probe.dump import host_facts_for_containers
-
     recipe = loaded.recipe
     mount, recipe_file = _recipe_mount(loaded)
     gpu = recipe.server.engine.device == "cuda"
@@ -139,7 +135,7 @@ def render(
         "KIT_RESOLVED": "1" if loaded.resolved else "",
         "KIT_IMAGE": image_ref,
         "KIT_IMAGE_ID": image_id,
-        "KIT_BASE_IMAGE": image.base_image_for(recipe),
+        "KIT_BASE_IMAGE": image.base_image_for(recipe.server.engine),
         "KIT_DEVICE": recipe.server.engine.device,
         # GPUs per engine container: the world (tensor x pipeline parallel) over its nodes
         "KIT_GPU_COUNT": str(gpus_per_node(recipe) if gpu else 0),

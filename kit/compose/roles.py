@@ -21,15 +21,23 @@ from typing import TYPE_CHECKING
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from kit import engine
+from kit.build import Built, build
 from kit.compose.env import CONTAINER_PORT, NO_KEY
+from kit.compose.nodes import compose_plan, node_info, read_facts, run_node, worker_rank
+from kit.console import report_error, setup_logging
 from kit.engine import EngineEnv
-from kit.errors import BadInputError, EnvironmentProblem, KitError
+from kit.errors import BadInputError, EnvironmentProblem
 from kit.model import ModelManifest
 from kit.nodes import CLI_SERVE, node_args
 from kit.paths import from_home_relative, home_relative, kit_home
+from kit.probe import probe_host
 from kit.quantize import QuantManifest
 from kit.recipe import LoadedRecipe, Recipe, load_recipe
-from kit.serve import server_args
+from kit.report.schema import ServerInfo
+from kit.report.show import summary_table
+from kit.serve import install_sigterm_handler, server_args
+from kit.signing import load_private_key
 
 if TYPE_CHECKING:  # the bench's modules load in the bench sidecar only, not in the server's
     from kit.report.assemble import Setup
@@ -78,8 +86,6 @@ def read_prepared(loaded: LoadedRecipe) -> Prepared:
 
 def role_prepare() -> int:
     """Build (or find cached) the model, draft and quantization; record where they are."""
-    from kit.build import build
-
     loaded = container_recipe()
     built = build(loaded)
     prepared = Prepared(
@@ -107,8 +113,6 @@ def baked_series() -> str:
 def verify_engine(loaded: LoadedRecipe) -> EngineEnv:
     """The image's engine, its patch series proved byte for byte (:func:`kit.engine.resolve`).
     Refuses an image built with another series than the recipe's."""
-    from kit import engine
-
     recipe = loaded.recipe
     baked = baked_series()
     if baked != (recipe.server.patches or ""):
@@ -123,8 +127,6 @@ def verify_engine(loaded: LoadedRecipe) -> EngineEnv:
 def server_argv(loaded: LoadedRecipe, prepared: Prepared, python: str, rank: int = 0) -> list[str]:
     """The engine's command line in the ``server`` container, or in a ``server-worker`` one
     for node ``rank`` of a multi-node recipe (kit.compose.nodes)."""
-    from kit.compose.nodes import compose_plan
-
     port = int(os.environ.get("KIT_PORT", CONTAINER_PORT))
     served = from_home_relative(prepared.served_dir)
     draft = from_home_relative(prepared.draft_dir) if prepared.draft_dir else None
@@ -162,8 +164,6 @@ def role_server() -> int:
 def role_server_worker() -> int:
     """A headless node of a multi-node recipe: its rank from its replica number, the patches
     re-verified, the engine run until it exits."""
-    from kit.compose.nodes import worker_rank
-
     loaded = container_recipe()
     nodes = loaded.recipe.server.nodes
     if nodes is None:
@@ -180,9 +180,8 @@ def role_server_worker() -> int:
 
 
 def _run_node(loaded: LoadedRecipe, argv: list[str], environ: dict[str, str], rank: int) -> int:
-    from kit.compose.nodes import compose_plan, node_info, run_node
-    from kit.probe import probe_host
-    from kit.report.assemble import host_for_report
+    # lazy: the bench side (kit.run, kit.report.assemble) loads only in the roles using it
+    from kit.report.assemble import host_for_report  # noqa: PLC0415
 
     plan = compose_plan(loaded.recipe)
     assert plan is not None
@@ -224,10 +223,9 @@ class SidecarTarget:
 
     @contextlib.contextmanager
     def serve(self) -> Iterator[Served]:
-        from kit.compose.nodes import read_facts
-        from kit.report.assemble import display_argv
-        from kit.report.schema import ServerInfo
-        from kit.run import Served
+        # lazy: the bench side (kit.run, kit.report.assemble) loads only in the roles using it
+        from kit.report.assemble import display_argv  # noqa: PLC0415
+        from kit.run import Served  # noqa: PLC0415
 
         boot = os.environ.get("KIT_SERVER_BOOT_S")
         nodes = self.loaded.recipe.server.nodes
@@ -245,13 +243,9 @@ class SidecarTarget:
 def role_bench() -> int:
     """The sidecar: the recipe's protocol against the server, the host sampled, the report
     signed with the mounted key and written to ``$KIT_REPORTS``; exit 3 when incomplete."""
-    from kit.build import Built
-    from kit.probe import probe_host
-    from kit.report.assemble import ImageRef, Setup, host_for_report, new_run_id
-    from kit.report.show import summary_table
-    from kit.run import RunJob, run_and_report
-    from kit.serve import install_sigterm_handler
-    from kit.signing import load_private_key
+    # lazy: the bench side (kit.run, kit.report.assemble) loads only in the roles using it
+    from kit.report.assemble import ImageRef, Setup, host_for_report, new_run_id  # noqa: PLC0415
+    from kit.run import RunJob, run_and_report  # noqa: PLC0415
 
     install_sigterm_handler()
     loaded = container_recipe()
@@ -291,13 +285,11 @@ ROLES = {
 
 def container_main(argv: list[str]) -> int:
     """``python -m kit.compose ROLE``: what each service of compose.yaml runs."""
-    from kit.cli import report_error, setup_logging
-
     setup_logging(logging.INFO)
     if len(argv) != 1 or argv[0] not in ROLES:
         sys.stderr.write(f"usage: python -m kit.compose {{{','.join(ROLES)}}}\n")
         return 2
     try:
         return ROLES[argv[0]]()
-    except (KitError, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # the CLI's one boundary, in the containers
         return report_error(exc)

@@ -22,9 +22,13 @@ from kit.compose.nodes import WORKER_SERVICE
 from kit.compose.project import ComposeProject, compose_command
 from kit.errors import BadInputError, EnvironmentProblem, ServerError
 from kit.preflight import preflight
+from kit.probe import probe_host
+from kit.probe.redaction import secret_file
 from kit.recipe import LoadedRecipe, Recipe
-from kit.report.schema import Report
+from kit.report.files import read_report, write_report
+from kit.report.schema import Report, ServerInfo
 from kit.serve import RunningServer, check_port, free_port
+from kit.signing import load_private_key
 
 log = logging.getLogger(__name__)
 
@@ -179,10 +183,8 @@ def reproduce(
     """prepare -> server (healthy) -> bench in containers; always ``down``. Returns the report
     the bench sidecar wrote and its path. A failure keeps a report marked incomplete (the
     sidecar's partial one, else one written here) before the error propagates."""
-    from kit.probe.redaction import secret_file
-    from kit.report.assemble import new_run_id
-    from kit.report.files import read_report
-    from kit.signing import load_private_key
+    # lazy: every container loads kit.compose; the bench side loads only where used
+    from kit.report.assemble import new_run_id  # noqa: PLC0415
 
     preflight(loaded, "compose")
     image.engine_version()
@@ -280,8 +282,8 @@ def _failure_report(
     boot: float | None,
 ) -> None:
     """The report of a run that failed before the sidecar wrote one: marked incomplete."""
-    from kit.probe import probe_host
-    from kit.report.assemble import (
+    # lazy: every container loads kit.compose; the bench side loads only where used
+    from kit.report.assemble import (  # noqa: PLC0415
         ImageRef,
         Setup,
         failure_text,
@@ -289,9 +291,6 @@ def _failure_report(
         host_for_report,
         new_report,
     )
-    from kit.report.files import write_report
-    from kit.report.schema import ServerInfo
-    from kit.signing import load_private_key
 
     setup = Setup(
         host=host_for_report(probe_host(redact=True)),

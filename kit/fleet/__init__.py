@@ -9,7 +9,9 @@ import logging
 from pathlib import Path
 
 from kit.fleet.cells import Cell, CellResult, expand, rig_class
+from kit.fleet.ray_jobs import run_ray
 from kit.fleet.run import already_done, public_keys, record, run_local, validate
+from kit.probe import probe_host
 
 __all__ = ["Cell", "CellResult", "expand", "node_resources", "rig_class", "sweep"]
 
@@ -18,8 +20,6 @@ log = logging.getLogger(__name__)
 
 def node_resources() -> dict[str, float]:
     """This machine's custom Ray resource, ``{"rig:<class>": 1}``, from the host probe."""
-    from kit.probe import probe_host
-
     host = probe_host(redact=True)
     gpus = [
         (str(g.name), g.memory_total_mib if isinstance(g.memory_total_mib, int) else 0)
@@ -52,8 +52,6 @@ def sweep(
         else:
             todo.append(cell)
     if ray_address:
-        from kit.fleet.ray_jobs import run_ray
-
         for result in run_ray(ray_address, todo, out, pubs, extra):
             results[result.cell.name] = result
     else:

@@ -30,7 +30,8 @@ POLL_S = 2.0
 
 def client(address: str) -> Any:
     try:
-        from ray.job_submission import JobSubmissionClient
+        # lazy: ray is the fleet extra
+        from ray.job_submission import JobSubmissionClient  # noqa: PLC0415
     except ImportError:
         raise EnvironmentProblem(
             "kit sweep --ray needs Ray's Jobs API, which is not installed",

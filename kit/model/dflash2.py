@@ -51,7 +51,8 @@ def tensors(
     ``kernel_projection`` 0 (``_grouped_conv``: coefficients = base + projection, tap 0 scales
     the position itself); ``random`` adds noise to both. A zero ``hidden_projection`` makes the
     selector's bilinear term 0, so its scores are the unary logits of the K candidates."""
-    import torch
+    # lazy: torch is in the build extra (heavy)
+    import torch  # noqa: PLC0415
 
     t, h = d2.conv_kernel_size, hidden_size
     groups = h // d2.conv_group_size

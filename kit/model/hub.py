@@ -25,8 +25,9 @@ def hub_cache_dir() -> Path:
 def download(spec: HubModel, role: Literal["target", "draft"]) -> tuple[Path, ModelManifest]:
     """Download a pinned revision with huggingface_hub (token only from the environment)."""
     try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+        # lazy: huggingface_hub is in the build extra
+        from huggingface_hub import snapshot_download  # noqa: PLC0415
+        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError  # noqa: PLC0415
     except ImportError as exc:
         raise EnvironmentProblem(
             "huggingface_hub is not installed", hint="pip install 'kit[build]'"

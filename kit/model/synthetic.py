@@ -51,7 +51,7 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>"]
 
 
 @functools.cache
-def _words() -> tuple[str, ...]:
+def word_list() -> tuple[str, ...]:
     """The word list, one word a line, in file order (repeats kept: they weigh the choice)."""
     text = resources.files("kit.model").joinpath("words.txt").read_text(encoding="utf-8")
     return tuple(text.split())
@@ -59,7 +59,7 @@ def _words() -> tuple[str, ...]:
 
 def generated_texts(count: int, seed: int, min_words: int = 24, max_words: int = 64) -> list[str]:
     """Deterministic pseudo-English texts from a fixed word list (tokenizer corpus, calibration)."""
-    words_list = _words()
+    words_list = word_list()
     rng = random.Random(seed)
     out = []
     for _ in range(count):
@@ -71,8 +71,9 @@ def generated_texts(count: int, seed: int, min_words: int = 24, max_words: int =
 
 
 def _train_tokenizer(vocab_size: int, seed: int, out: Path) -> dict[str, int]:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    # lazy: heavy, and in the build extra
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: PLC0415
+    from transformers import PreTrainedTokenizerFast  # noqa: PLC0415
 
     # Metaspace BPE over printable ASCII: every token decodes to visible text, so a random
     # model's stream carries text from its first token (a byte-level vocabulary would emit
@@ -113,8 +114,9 @@ def _train_tokenizer(vocab_size: int, seed: int, out: Path) -> dict[str, int]:
 
 
 def _synthesise_target(spec: SyntheticModel, out: Path) -> int:
-    import torch
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    # lazy: heavy, and in the build extra
+    import torch  # noqa: PLC0415
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM  # noqa: PLC0415
 
     s = spec.shape
     ids = _train_tokenizer(s.vocab_size, spec.seed, out)
@@ -182,8 +184,9 @@ def _synthesise_draft(
 ) -> int:
     """A DFlash draft matching the target: config.json + model.safetensors, no embeddings. With
     ``d2``, a DFlash2 draft: the same v1 tensors (the same generator, drawn first) and its own."""
-    import torch
-    from safetensors.torch import save_file
+    # lazy: heavy, and in the build extra
+    import torch  # noqa: PLC0415
+    from safetensors.torch import save_file  # noqa: PLC0415
 
     s = target.shape
     tok_cfg = json.loads((target_dir / "tokenizer_config.json").read_text())

@@ -16,6 +16,7 @@ from pathlib import Path
 from kit import patches
 from kit.paths import display_path
 from kit.preflight.check import Check
+from kit.preflight.disk import free_gib
 from kit.probe import isa_level, parse_cpuinfo
 from kit.recipe import AutoRoundQuantization, Recipe, SyntheticModel
 
@@ -189,7 +190,6 @@ def disk_check(recipe: Recipe, home: Path, engine_installed: bool) -> Check:
     need = _model_gib(recipe) * 2 + BUILD_SCRATCH_GIB
     if not engine_installed:
         need += ENGINE_VENV_GIB
-    from kit.preflight.disk import free_gib
 
     free = free_gib(home)
     return Check(

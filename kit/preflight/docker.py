@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import EnvironmentProblem
+from kit.image.docker import docker
 from kit.preflight.check import Check
 
 HINT_PERMISSION = (
@@ -32,8 +33,6 @@ DEFAULT_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 
 def engine_info() -> tuple[dict[str, Any] | None, str]:
     """``docker info`` as JSON, or why there is none."""
-    from kit.image.docker import docker
-
     try:
         proc = docker(["info", "--format", "{{json .}}"], timeout=30, check=False)
     except EnvironmentProblem as exc:  # no docker CLI

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kit.preflight import hub
+from kit.probe.nvml import start_nvml
 from kit.recipe import AutoRoundQuantization, Recipe, SyntheticModel
 from kit.recipe.sources import HubModel, SyntheticDraft
 
@@ -120,8 +121,6 @@ def _attention_layers(text: dict[str, Any], layers: int) -> int | None:
 
 def visible_cards() -> tuple[list[Card], str | None]:
     """The GPUs NVML shows, and why none could be read (no driver, no bindings) if so."""
-    from kit.probe.nvml import start_nvml
-
     nvml, why = start_nvml()
     if nvml is None:
         return [], why

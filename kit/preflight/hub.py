@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kit.model.hub import hub_cache_dir
 from kit.recipe.sources import HubModel
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,6 @@ def selected(names: list[str], patterns: list[str]) -> list[str]:
 
 
 def _snapshot(spec: HubModel) -> Path | None:
-    from kit.model.hub import hub_cache_dir
-
     assert spec.revision is not None
     folder = "models--" + spec.repo_id.replace("/", "--")
     path = hub_cache_dir() / folder / "snapshots" / spec.revision
@@ -66,7 +65,8 @@ def _snapshot(spec: HubModel) -> Path | None:
 def _listing(repo_id: str, revision: str, endpoint: str) -> dict[str, int] | str:
     """Every file of the revision with its size (one metadata call, no retries), or why not."""
     try:
-        from huggingface_hub import HfApi
+        # lazy: huggingface_hub is in the build extra
+        from huggingface_hub import HfApi  # noqa: PLC0415
 
         info = HfApi(endpoint=endpoint or None).model_info(
             repo_id, revision=revision, files_metadata=True, timeout=TIMEOUT_S
@@ -103,10 +103,10 @@ def config(spec: HubModel) -> dict[str, Any] | None:
     where the hub is reachable; None otherwise."""
     if spec.revision is None:
         return None
-    from kit.model.hub import hub_cache_dir
 
     try:
-        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+        # lazy: huggingface_hub is in the build extra
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache  # noqa: PLC0415
 
         path = try_to_load_from_cache(
             spec.repo_id, "config.json", revision=spec.revision, cache_dir=str(hub_cache_dir())

@@ -4,9 +4,13 @@ after a 54 GB download)."""
 
 from __future__ import annotations
 
+from kit.bench.load import file_requests
+from kit.errors import BadInputError
+from kit.image import CUDA_BASE_IMAGE, base_image_for, engine_source, is_pinned
 from kit.preflight.check import Check
 from kit.recipe import LoadedRecipe
 from kit.recipe.sources import HubCalibration, HubModel
+from kit.recipe.traffic import FileDataset
 
 HINT_REVISION = "pin the commit you reproduce: --set {field}=<40-hex sha> (make: SET=...)"
 
@@ -14,8 +18,6 @@ HINT_REVISION = "pin the commit you reproduce: --set {field}=<40-hex sha> (make:
 def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
     """One item per pin the recipe needs: hub revisions, and in containers the base image of a
     GPU recipe by digest. A missing pin is the recipe's fault (exit 2)."""
-    from kit.image import CUDA_BASE_IMAGE, base_image_for, engine_source, is_pinned
-
     recipe = loaded.recipe
     out: list[Check] = []
     sources: list[tuple[str, object]] = [("model", recipe.model)]
@@ -61,7 +63,7 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
                 )
             )
             return out
-        base = base_image_for(recipe)
+        base = base_image_for(recipe.server.engine)
         pinned = is_pinned(base)
         out.append(
             Check(
@@ -81,10 +83,6 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
 def dataset_checks(loaded: LoadedRecipe) -> list[Check]:
     """A load pattern's dataset file: there, readable in its format, and the file its sha256
     pins (before the server boots, not after)."""
-    from kit.bench.load import file_requests
-    from kit.errors import BadInputError
-    from kit.recipe.traffic import FileDataset
-
     ds = loaded.recipe.bench.dataset
     if not isinstance(ds, FileDataset):
         return []

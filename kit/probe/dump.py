@@ -24,6 +24,7 @@ from typing import Any
 
 from kit.probe.cpu import parse_cpuinfo
 from kit.probe.nvml import P2P_CAPS, Raw, call, constant, error_name
+from kit.probe.redaction import redact_value
 
 DUMP_FORMAT = "kit-probe-dump"
 DUMP_VERSION = 1
@@ -107,7 +108,8 @@ def _package_version(name: str) -> str | None:
 
 def _collect_nvml() -> dict[str, Any]:
     try:
-        import pynvml
+        # lazy: a failed import is a probe answer
+        import pynvml  # noqa: PLC0415
     except ImportError as exc:
         return {"init": {"error": "ImportError", "message": str(exc)}}
     try:
@@ -275,8 +277,6 @@ def host_facts_for_containers() -> str:
     """What a container cannot see of its host, as JSON for ``$KIT_HOST_FACTS``: the host name
     (already a keyed stand-in, so the env file names no host) and /etc/os-release. The kernel,
     CPU and memory a container reads are the host's already."""
-    from kit.probe.redaction import redact_value
-
     return json.dumps({"hostname": redact_value(socket.gethostname()), "os_release": _os_release()})
 
 

@@ -84,7 +84,8 @@ def error_name(exc: BaseException) -> str:
 def start_nvml() -> tuple[Any, str | None]:
     """pynvml, initialised; or None and why not (``NVML could not start: <error name>``)."""
     try:
-        import pynvml
+        # lazy: a failed import is a probe answer
+        import pynvml  # noqa: PLC0415
 
         pynvml.nvmlInit()
     except Exception as exc:  # no bindings, no driver, a broken driver: all are answers here

@@ -18,6 +18,7 @@ from kit.recipe.protocol import AcceptanceFigures, PromptFigures, Reference, dep
 from kit.recipe.schema import (
     SCHEMA_VERSION,
     Recipe,
+    recipe_file_json_schema,
     recipe_json_schema,
     recipe_sha256,
     shown_override,
@@ -101,6 +102,7 @@ __all__ = [
     "load_embedded",
     "load_recipe",
     "parse_override",
+    "recipe_file_json_schema",
     "recipe_json_schema",
     "recipe_sha256",
     "shown_override",

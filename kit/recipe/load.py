@@ -26,6 +26,7 @@ from pydantic import Field, ValidationError
 from kit.base import FrozenModel
 from kit.errors import RecipeError
 from kit.migrations import Upgrade, upgrade
+from kit.recipe.lock import is_lock_file, lock_path, read_lock, to_overrides
 from kit.recipe.schema import Recipe
 from kit.recipe.yamlsafe import MAX_BYTES, MAX_DEPTH, Marks, YamlSyntaxError, load_yaml, read_text
 from kit.validation import TAG_FIELDS, problems
@@ -222,7 +223,12 @@ class _Where:
         for dotted, label in reversed(self.overrides):
             if path == dotted or path.startswith(dotted + "."):
                 return label
-        return self.marks.get(path)
+        if path in self.marks:
+            return self.marks[path]
+        for dotted, label in reversed(self.overrides):  # a key no file has: a --set made it
+            if dotted.startswith(path + "."):
+                return label
+        return None
 
 
 def validate_data(
@@ -244,8 +250,6 @@ def load_recipe(
 ) -> LoadedRecipe:
     """Read a recipe file, follow ``extends``, apply its lock file where there is one
     (:mod:`kit.recipe.lock`), then the ``--set`` overrides, and validate."""
-    from kit.recipe.lock import is_lock_file, lock_path, read_lock, to_overrides
-
     label = str(path)
     top = _resolve(Path(path), label)
     if is_lock_file(top):

@@ -1,36 +1,35 @@
 """Lock files: what a recipe leaves open, resolved once and kept beside it.
 
 A recipe may leave a hub revision unpinned (``revision: null``, or a tag) and name a GPU base
-image by tag. ``kit lock RECIPE`` resolves each to the exact bits (a commit sha through
-huggingface_hub, which honours ``HF_ENDPOINT``; a digest through the docker CLI) and writes
-``<recipe>.lock.yaml`` beside it, as uv.lock or poetry.lock do. Loading the recipe applies the
-lock before any ``--set`` (which still wins), while the lock's ``recipe_sha256`` is the sha256 of
-the recipe as its files say, without the lock and without ``--set``; a recipe edited since is
-refused until locked again. Reports record every pin and where its value came from
-(:func:`pin_sources`): the recipe, the lock, ``--resolve`` (locked in the same run) or ``--set``.
+image by tag. ``kit lock RECIPE`` resolves each to the exact bits (:mod:`kit.lock`: a commit sha
+through huggingface_hub, which honours ``HF_ENDPOINT``; a digest through the docker CLI) and
+writes ``<recipe>.lock.yaml`` beside it, as uv.lock or poetry.lock do. Loading the recipe
+applies the lock before any ``--set`` (which still wins), while the lock's ``recipe_sha256`` is
+the sha256 of the recipe as its files say, without the lock and without ``--set``; a recipe
+edited since is refused until locked again. Reports record every pin and where its value came
+from (:func:`pin_sources`): the recipe, the lock, ``--resolve`` (locked in the same run) or
+``--set``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
 from kit.base import StrictModel
-from kit.errors import EnvironmentProblem, RecipeError
+from kit.errors import RecipeError
 from kit.recipe.schema import Recipe
+from kit.recipe.serving import base_image_for
 from kit.recipe.sources import HubModel
 from kit.recipe.yamlsafe import load_yaml, read_text
 
 LOCK_SUFFIX = ".lock.yaml"
 LOCK_VERSION = 1
-_SHA = re.compile(r"[0-9a-f]{40}\Z")
+COMMIT_SHA = re.compile(r"[0-9a-f]{40}\Z")  # a hub commit
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}\Z")
 
 PinSource = Literal["recipe", "lock", "resolve", "set", "unpinned"]
@@ -103,15 +102,13 @@ def write_lock(path: Path, lock: Lock) -> Path:
 
 def open_fields(recipe: Recipe) -> dict[str, str | None]:
     """Every pinnable field and its value: hub revisions, and a GPU recipe's base image."""
-    from kit.image import base_image_for
-
     fields: dict[str, str | None] = {}
     if isinstance(recipe.model, HubModel):
         fields["model.revision"] = recipe.model.revision
     if isinstance(recipe.speculative.draft, HubModel):
         fields["speculative.draft.revision"] = recipe.speculative.draft.revision
     if recipe.server.engine.device == "cuda":
-        fields["server.engine.image"] = base_image_for(recipe)
+        fields["server.engine.image"] = base_image_for(recipe.server.engine)
     return fields
 
 
@@ -121,103 +118,7 @@ def is_exact(field: str, value: str | None) -> bool:
         return False
     if field == "server.engine.image":
         return bool(_DIGEST.search(value))
-    return bool(_SHA.match(value))
-
-
-def resolve_revision(repo_id: str, revision: str | None) -> str:
-    """The commit sha of ``repo_id`` at ``revision`` (None: the default branch), asked of the
-    hub (``HF_ENDPOINT``) by huggingface_hub."""
-    try:
-        from huggingface_hub import HfApi
-        from huggingface_hub.errors import HfHubHTTPError
-    except ImportError as exc:
-        raise EnvironmentProblem(
-            "huggingface_hub is not installed", hint="pip install 'kit[build]'"
-        ) from exc
-    try:
-        # HF_ENDPOINT as set now (huggingface_hub reads it once, at import)
-        info = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None).model_info(
-            repo_id, revision=revision
-        )
-    except HfHubHTTPError as exc:
-        raise EnvironmentProblem(
-            f"{repo_id}@{revision or 'main'}: the hub could not resolve it: {exc}",
-            hint="check repo_id and revision; set HF_TOKEN for gated models",
-        ) from None
-    except OSError as exc:  # connection errors
-        raise EnvironmentProblem(
-            f"{repo_id}@{revision or 'main'}: the hub is unreachable: {exc}",
-            hint="kit lock needs the hub (or HF_ENDPOINT); pin the revision with --set instead",
-        ) from None
-    sha = getattr(info, "sha", None)
-    if not isinstance(sha, str) or not _SHA.match(sha):
-        raise EnvironmentProblem(f"{repo_id}@{revision or 'main'}: the hub gave no commit sha")
-    return sha
-
-
-def resolve_image(ref: str) -> str:
-    """``NAME:TAG@sha256:...`` for an image tag: the digest of the local image, pulled with the
-    docker CLI first when it is not here."""
-    name = ref.split("@", 1)[0]
-    repo = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
-
-    def digests() -> list[str]:
-        proc = subprocess.run(
-            ["docker", "image", "inspect", "--format", "{{json .RepoDigests}}", name],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            return []
-        found = json.loads(proc.stdout or "null") or []
-        return [d for d in found if isinstance(d, str) and d.split("@", 1)[0] == repo]
-
-    try:
-        found = digests()
-        if not found:
-            pull = subprocess.run(["docker", "pull", name], capture_output=True, text=True)
-            if pull.returncode != 0:
-                raise EnvironmentProblem(
-                    f"{name}: docker pull failed: {pull.stderr.strip()[-300:]}",
-                    hint="pin it with --set server.engine.image=NAME:TAG@sha256:... instead",
-                )
-            found = digests()
-    except FileNotFoundError:
-        raise EnvironmentProblem(
-            f"{name}: no docker CLI to resolve the image's digest",
-            hint="install Docker, or pin it with --set server.engine.image=NAME:TAG@sha256:...",
-        ) from None
-    if not found:
-        raise EnvironmentProblem(f"{name}: the image has no registry digest")
-    return f"{name}@{found[0].split('@', 1)[1]}"
-
-
-def resolve(recipe: Recipe, recipe_file: str, base_sha256: str, *, images: bool = True) -> Lock:
-    """A lock for every field of ``recipe`` that is open (not exact); the base image only with
-    ``images`` (a native run does not use it, and resolving it needs the docker CLI)."""
-    pins: list[LockedPin] = []
-    for field, value in open_fields(recipe).items():
-        if is_exact(field, value):
-            continue
-        if field == "server.engine.image":
-            if not images:
-                continue
-            assert value is not None
-            pins.append(LockedPin(field=field, value=resolve_image(value), resolved_from=value))
-            continue
-        spec = recipe.model if field == "model.revision" else recipe.speculative.draft
-        assert isinstance(spec, HubModel)
-        sha = resolve_revision(spec.repo_id, value)
-        pins.append(
-            LockedPin(field=field, value=sha, resolved_from=f"{spec.repo_id}@{value or 'main'}")
-        )
-    return Lock(
-        recipe=recipe_file,
-        recipe_sha256=base_sha256,
-        resolved_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        pins=pins,
-    )
+    return bool(COMMIT_SHA.match(value))
 
 
 def pin_sources(

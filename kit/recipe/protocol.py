@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from kit.recipe.base import RecipeModel
+from kit.recipe.figures import ReferencePoint
 from kit.recipe.serving import REFERENCE_PROMPTS, Bench, Sampling
 
 # the reference protocol as a recipe: what `kit bench` measures without one
@@ -57,6 +58,7 @@ class AcceptanceFigures(RecipeModel):
 
 
 class Reference(RecipeModel):
+    late_fields = frozenset({"tool", "points"})
     source: str = Field(description="Where the figures were published.")
     date: str | None = Field(None, description="Publication date.")
     rig: str | None = Field(None, description="Hardware, as published.")
@@ -66,6 +68,10 @@ class Reference(RecipeModel):
     peak_vram_mib: float | None = Field(None, description="Peak VRAM per card.")
     acceptance: AcceptanceFigures | None = Field(None, description="Spec-decode counters.")
     notes: str | None = Field(None, description="Anything else worth knowing.")
+    tool: str | None = Field(None, description="The tool that measured them, and its version.")
+    points: dict[str, ReferencePoint] = Field(
+        default_factory=dict, description="Per load point, by its label (kit import)."
+    )
 
 
 def non_canonical_reasons(recipe: dict[str, Any]) -> list[str]:

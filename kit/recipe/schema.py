@@ -217,7 +217,8 @@ class Recipe(RecipeModel):
 def recipe_sha256(data: dict[str, Any]) -> str:
     """sha256 of a resolved recipe's RFC 8785 canonical JSON: the same bytes whether the
     recipe comes from the models or back from a report (1.0 and 1 canonicalise alike)."""
-    from kit.signing import canonical_bytes
+    # lazy: kit.signing loads cryptography (35 ms), and every command loads recipes
+    from kit.signing import canonical_bytes  # noqa: PLC0415
 
     return hashlib.sha256(canonical_bytes(data)).hexdigest()
 
@@ -256,7 +257,63 @@ def shown_recipe_sha256(recipe: Recipe) -> str:
 
 
 def recipe_json_schema() -> dict[str, Any]:
+    """The schema of a complete, resolved recipe (the one a report embeds)."""
     schema = Recipe.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"https://kit.invalid/schemas/recipe-v{SCHEMA_VERSION}.json"
     return schema
+
+
+_DATA_KEYS = frozenset({"default", "const", "enum", "examples"})  # values, not schemas
+_NAMED_SCHEMAS = frozenset({"properties", "$defs", "patternProperties"})
+
+
+def _partial(node: Any) -> Any:
+    """``node`` with no field required: every ``required`` dropped, each union an ``anyOf``
+    (a partial object may fit several members), refs pointed at the ``Partial`` copies."""
+    if isinstance(node, list):
+        return [_partial(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("required", "discriminator"):
+            continue
+        if key in _DATA_KEYS:
+            out[key] = value
+        elif key in _NAMED_SCHEMAS:
+            out[key] = {name: _partial(sub) for name, sub in value.items()}
+        elif key == "$ref":
+            out[key] = value.replace("#/$defs/", "#/$defs/Partial", 1)
+        else:
+            out["anyOf" if key == "oneOf" else key] = _partial(value)
+    return out
+
+
+def recipe_file_json_schema() -> dict[str, Any]:
+    """The schema of a recipe file as written, for editors: without ``extends`` a complete
+    recipe; with it, a partial one (every field optional, unknown keys still refused)."""
+    full = Recipe.model_json_schema()
+    defs: dict[str, Any] = full.pop("$defs")
+    partial = _partial(full)
+    partial["title"] = "PartialRecipe"
+    partial["description"] = "A recipe file with `extends`: only what it overrides."
+    extends = {"type": "string", "description": "The recipe file this one overrides (relative)."}
+    partial["properties"] = {"extends": extends, **partial["properties"]}
+    partial["required"] = ["extends"]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://kit.invalid/schemas/recipe-file-v{SCHEMA_VERSION}.json",
+        "title": "RecipeFile",
+        "description": "A recipe file: a complete recipe, or with `extends` a partial one.",
+        "type": "object",
+        "if": {"required": ["extends"]},
+        "then": {"$ref": "#/$defs/PartialRecipe"},
+        "else": {"$ref": "#/$defs/Recipe"},
+        "$defs": {
+            **defs,
+            "Recipe": full,
+            **{f"Partial{name}": _partial(sub) for name, sub in defs.items()},
+            "PartialRecipe": partial,
+        },
+    }

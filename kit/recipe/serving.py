@@ -52,6 +52,26 @@ class Engine(RecipeModel):
         return "cpu" if self.name == "vllm-cpu" else "cuda"
 
 
+# The engine image's FROM when the recipe names none: kit's local bases (kit.image.base makes
+# them without a registry) and the released vLLM image
+CPU_BASE_IMAGE = "kit-base:bookworm"
+CUDA_BASE_IMAGE = "kit-base-cuda:bookworm"
+GPU_BASE_IMAGE = "vllm/vllm-openai:v{version}"
+# Where the engine comes from: "base" (already in the FROM image: vllm/vllm-openai) or "pypi"
+# (installed into kit's venv with its torch and nvidia-* runtime wheels; CPU engines always)
+EngineFrom = Literal["base", "pypi"]
+
+
+def base_image_for(engine: Engine, engine_from: EngineFrom | None = None) -> str:
+    """The FROM image: the recipe's, else kit's local CPU base, the local CUDA base for a GPU
+    engine from PyPI, or the released vLLM image."""
+    if engine.device == "cpu":
+        return engine.image or CPU_BASE_IMAGE
+    if engine_from == "pypi":
+        return CUDA_BASE_IMAGE
+    return engine.image or GPU_BASE_IMAGE.format(version=engine.version)
+
+
 class Rig(RecipeModel):
     """The GPUs a recipe is made for: ``make reproduce`` picks the recipe whose rig this
     machine's cards (read with NVML) meet (``kit recipes pick``)."""

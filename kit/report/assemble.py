@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from kit import __version__
 from kit.bench import BenchResult
 from kit.enginelog import read_engine_choices
-from kit.errors import KitError, Terminated
+from kit.errors import InternalError, Terminated, to_kit_error
 from kit.nodes import NodeProcess, read_transport, shown_address
 from kit.paths import display_path
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
@@ -29,7 +29,8 @@ from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
 from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
 from kit.report.schema import EngineInfo, NodeInfo, Report, ServerInfo
-from kit.report.validity import Validity, verdict
+from kit.report.validity import verdict
+from kit.report.verdict import Validity
 from kit.roofline import Roofline
 from kit.vllm_bench import VllmBench
 
@@ -266,14 +267,14 @@ def host_for_report(host: HostProbe) -> HostProbe:
 
 
 def failure_text(exc: BaseException) -> str:
-    """What a report says about the failure that ended its run."""
-    if isinstance(exc, KitError):
-        return exc.message
+    """What a report says about the failure that ended its run: the CLI's message for it
+    (:func:`kit.errors.to_kit_error`), a bug as ``Type: message``."""
     if isinstance(exc, Terminated):
         return TERMINATED
     if isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED
-    return f"{type(exc).__name__}: {exc}"
+    err = to_kit_error(exc)
+    return err.detail if isinstance(err, InternalError) else err.message
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from kit.metrics import Stats
 from kit.report.comparability import Difference, comparability, refuse_or_keep
 from kit.report.deltas import MetricDelta, delta, figure_deltas
 from kit.report.figures import peaks
+from kit.report.reproduction import judge
 from kit.report.schema import Report
 from kit.report.verdict import Reproduction
 
@@ -44,12 +45,6 @@ class Comparison(FrozenModel):
         "(kit.report.reproduction); None against a published reference.",
     )
 
-    def render(self) -> str:
-        """The comparison as text (:func:`kit.report.show.comparison_text`)."""
-        from kit.report.show import comparison_text
-
-        return comparison_text(self)
-
 
 def mean(s: Stats | None) -> float | None:
     return s.mean if s is not None else None
@@ -63,8 +58,6 @@ def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:
     """B against A. Refuses (``VerificationFailed``) when model, quantization or protocol
     differ, unless ``force``; hardware, engine, kernel, serving and patch differences are
     warnings."""
-    from kit.report.reproduction import judge
-
     diffs = comparability(a, b)
     verdict = judge(a, b)
     try:

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.probe import HostProbe, Unavailable, cpu_summary
+from kit.report.figures import prompt_headline
 from kit.report.schema import Report
 
 
@@ -180,8 +181,6 @@ def headline_text(report: Report, prompt: str) -> tuple[str, float | None]:
     """A prompt's decode figure as every view leads with it: the headline median with its
     interval and the runs left out, then the Club-3090 mean and CV beside it, e.g.
     '124.0 [121.5-126.2] (1 held left out; mean 3,277.1, CV 215.0%)'."""
-    from kit.report.figures import prompt_headline
-
     stats = (
         next((p.decode_tps for p in report.bench.prompts if p.prompt == prompt), None)
         if (report.bench)

@@ -16,7 +16,7 @@ import functools
 import importlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import ValidationError
@@ -84,6 +84,13 @@ def check_signature(
     return verify_envelope(env, public_key)
 
 
+class ReadPolicy(TypedDict):
+    """What a reader lets through (:func:`read_report`'s keywords of the same names)."""
+
+    allow_unsigned: bool
+    allow_untrusted: bool
+
+
 def read_report(
     source: Path | str | bytes,
     public_key: Ed25519PublicKey | None = None,
@@ -91,6 +98,7 @@ def read_report(
     trust: TrustStore | None = None,
     allow_unsigned: bool = False,
     allow_untrusted: bool = False,
+    key_option: str = "--key",
 ) -> tuple[Report, SignatureCheck]:
     """Read a report file (a path, or its bytes): limits, envelope, signature, canonical
     payload, strict schema. The signature is checked against ``public_key``, else ``trust``
@@ -100,7 +108,8 @@ def read_report(
     false by default, so a caller that reads a stranger's report without a key or a trust store
     gets an error, never an unchecked report. The returned check says which it was
     (``check.untrusted``). Everything malformed raises
-    ``BadInputError`` naming the file."""
+    ``BadInputError`` naming the file. ``key_option`` is the caller's option for the public
+    key, named in the hint for an untrusted signer."""
     label, env = open_report(source)
     prefix = "" if isinstance(source, bytes) else f"{label}: "
     check = check_signature(env, public_key, trust)
@@ -113,7 +122,11 @@ def read_report(
             "pass --allow-unsigned to read it anyway",
         )
     elif check.untrusted and not allow_untrusted:
-        refused = (check.reason, "or pass --key PUB, or --allow-untrusted to read it anyway")
+        refused = (
+            check.reason,
+            f"or pass {key_option} PUB (its signer's public key), or --allow-untrusted to read "
+            "it anyway",
+        )
     if refused is not None:
         raise VerificationFailed(prefix + refused[0], hint=refused[1])
     try:

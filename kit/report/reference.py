@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import BadInputError
+from kit.recipe import load_recipe, shown_recipe_sha256
 from kit.report.comparability import (
     REFUSING,
     SERVING_IGNORED,
@@ -50,8 +51,6 @@ def compare_with_reference(
     Published figures carry no standard deviations: every band is unknown. The hardware is the
     published rig's, which kit cannot check: the comparison always says so.
     """
-    from kit.recipe import load_recipe, shown_recipe_sha256
-
     loaded = load_recipe(recipe_path)
     ref = loaded.recipe.reference
     if ref is None:

@@ -13,6 +13,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from kit.base import KitModel
 from kit.bench import BenchResult
+from kit.enginefacts import EngineFacts
 from kit.enginelog import EngineChoices
 from kit.migrations import Upgrade, current_version
 from kit.model import ModelManifest
@@ -20,8 +21,7 @@ from kit.patches import PatchManifest
 from kit.probe import GpuSampling, HostLoad, HostProbe
 from kit.quantize import QuantManifest
 from kit.recipe.lock import PinRecord
-from kit.report.validity import Validity
-from kit.report.verdict import Reproduction
+from kit.report.verdict import Reproduction, Validity
 from kit.roofline import Roofline
 from kit.vllm_bench import VllmBench
 
@@ -29,21 +29,6 @@ from kit.vllm_bench import VllmBench
 # written, so an upgrade is applied to the parsed payload for reading, never to the file.
 UPGRADES: list[Upgrade] = []
 SCHEMA_VERSION = current_version(UPGRADES)
-
-
-class EngineFacts(KitModel):
-    """What an engine environment is: shared by the engine stage's EngineEnv (with this
-    machine's paths) and the report's EngineInfo (paths shown KIT_HOME-relative)."""
-
-    kind: Literal["managed", "external"] = Field(description="kit's own venv, or given.")
-    name: str = Field(description="Engine distribution.")
-    version: str = Field(description="Installed engine version.")
-    python: str = Field(description="Interpreter running the engine.")
-    python_version: str = Field(description="Its Python version.")
-    site_packages: str = Field(description="Where the engine package lives.")
-    pythonpath: str | None = Field(None, description="PYTHONPATH used with an external engine.")
-    versions: dict[str, str] = Field(description="torch, transformers, triton in that env.")
-    patch_series: str | None = Field(None, description="Patch series this env carries.")
 
 
 class EngineInfo(EngineFacts):

@@ -1,5 +1,5 @@
 """Reports for people: the terminal summary after a run, ``kit report show`` (a table, or a row
-of a Club-3090-style Markdown table), and the text of comparisons and verify checklists.
+of a Club-3090-style Markdown table), and the text of comparisons.
 
 The kernels the engine chose (read from its server log) follow the engine: a row of their own in
 the terminal table, a few words after the engine in the Markdown row's engine cell.
@@ -31,7 +31,6 @@ from kit.signing import SignatureCheck
 if TYPE_CHECKING:
     from kit.bench.load import LoadPoint
     from kit.report.compare import Comparison, MetricDelta
-    from kit.report.verify.checklist import Checklist
 
 MARKDOWN_COLUMNS = (
     "rig",
@@ -315,7 +314,7 @@ def summary_table(report: Report) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# comparisons and checklists
+# comparisons
 
 
 def _differ(aspect: str) -> str:
@@ -375,20 +374,4 @@ def comparison_text(c: Comparison, untrusted: frozenset[str] = frozenset()) -> s
         )
     if c.verdict is not None:
         lines += ["", "B as a re-run of A (kit.report.reproduction):", c.verdict.text()]
-    return "\n".join(lines)
-
-
-def checklist_text(c: Checklist) -> str:
-    """A checklist as text: ``[ok]``, ``[FAIL]`` or ``[--]`` (not checked) per item."""
-    width = max(len(item.name) for item in c.items)
-    lines = [f"kit report verify: {c.source}"]
-    for item in c.items:
-        mark = {True: "[ok]  ", False: "[FAIL]", None: "[--]  "}[item.ok]
-        lines.append(f"  {mark} {item.name:<{width}}  {item.detail}")
-        lines += [f"  {'':<6} {'':<{width}}  - {p}" for p in item.problems]
-    counts = {v: sum(1 for i in c.items if i.ok is v) for v in (True, False, None)}
-    if c.ok:
-        lines.append(f"passed: {counts[True]} ok, {counts[None]} not checked")
-    else:
-        lines.append(f"FAILED: {counts[False]} of {len(c.items)} items ({', '.join(c.failed)})")
     return "\n".join(lines)

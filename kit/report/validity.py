@@ -15,13 +15,12 @@ the order the checks run. The same function runs when the report is written and 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
-
-from kit.base import KitModel
 from kit.bench.held import BURST_S, burst
 from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe_findings
+from kit.report.causes import decode_findings
+from kit.report.verdict import Validity
 
 if TYPE_CHECKING:
     from kit.report.schema import Report
@@ -31,26 +30,6 @@ CV_LIMIT_PCT = 5.0
 # kit's load client at this share of one core (its busiest process) may be what set a point's
 # pace: its event loop is then late to read what arrived, and to send what is due
 CLIENT_BUSY_PCT = 90.0
-
-
-class Validity(KitModel):
-    """Whether the run is valid, with every reason found."""
-
-    valid: bool = Field(description="No error-level reason was found.")
-    reasons: list[Finding] = Field(description="Ordered reasons: errors, then warnings.")
-    rules: int = Field(
-        1,
-        description="The verdict rules it was judged by (kit.report.validity): 1, the first; "
-        "2, held streams, causes, drift and contention; 3, as 2 and a high CV names the runs "
-        "off the median and the hypervisor's steal. Absent: 1.",
-    )
-
-    @model_serializer(mode="wrap")
-    def _rules_1_unsaid(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if data.get("rules") == 1:
-            data.pop("rules", None)  # a report judged by the first rules is written as it was
-        return data
 
 
 def _finding(code: str, severity: str, message: str) -> Finding:
@@ -63,8 +42,6 @@ def _bench_findings(report: Report, rules: int) -> list[Finding]:
     if bench is None:
         return found
     if rules >= 2:
-        from kit.report.causes import decode_findings
-
         found += decode_findings(report, rules)
     errors = [r for r in bench.records if r.error]
     if errors:

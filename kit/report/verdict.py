@@ -1,13 +1,38 @@
-"""The reproduction verdict as a report records it (:mod:`kit.report.reproduction` judges)."""
+"""The verdicts a report records: whether the run is fit to quote (:mod:`kit.report.validity`
+judges) and, for a re-run, whether it reproduced the original (:mod:`kit.report.reproduction`
+judges)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from kit.base import FrozenModel
+from kit.base import FrozenModel, KitModel
+from kit.errors import EXIT_DIFFERENT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
 from kit.noise import Direction, Status
+from kit.probe import Finding
+
+
+class Validity(KitModel):
+    """Whether the run is valid, with every reason found."""
+
+    valid: bool = Field(description="No error-level reason was found.")
+    reasons: list[Finding] = Field(description="Ordered reasons: errors, then warnings.")
+    rules: int = Field(
+        1,
+        description="The verdict rules it was judged by (kit.report.validity): 1, the first; "
+        "2, held streams, causes, drift and contention; 3, as 2 and a high CV names the runs "
+        "off the median and the hypervisor's steal. Absent: 1.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _rules_1_unsaid(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if data.get("rules") == 1:
+            data.pop("rules", None)  # a report judged by the first rules is written as it was
+        return data
+
 
 Verdict = Literal["REPRODUCED", "DIFFERENT", "INCONCLUSIVE", "NOT COMPARABLE"]
 
@@ -90,8 +115,6 @@ def verdict_exit(r: Reproduction, fail_on: FailOn = "different") -> int:
     """The exit code of a verdict: 0 REPRODUCED, 1 NOT COMPARABLE, 4 DIFFERENT, 5
     INCONCLUSIVE. ``fail_on`` relaxes DIFFERENT: ``worse`` exits 4 only when a figure is worse
     (slower) or missing, ``never`` not at all."""
-    from kit.errors import EXIT_DIFFERENT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
-
     if r.verdict == "NOT COMPARABLE":
         return EXIT_FAILED
     if r.verdict == "INCONCLUSIVE":

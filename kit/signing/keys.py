@@ -50,8 +50,8 @@ def generate_keypair(
             if path.exists() or path.is_symlink():
                 raise BadInputError(
                     f"{path} already exists",
-                    hint="pass force=True to replace it; reports signed with the old key "
-                    "will then only verify against the old public key",
+                    hint="add --force to replace it (`kit keys generate --force`); reports "
+                    "signed with the old key then verify only against the old public key",
                 )
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(
@@ -71,7 +71,9 @@ def generate_keypair(
             private_path.unlink(missing_ok=True)
             raise
     except FileExistsError as e:
-        raise BadInputError(f"{e.filename} already exists", hint="pass force=True") from None
+        raise BadInputError(
+            f"{e.filename} already exists", hint="add --force to replace it"
+        ) from None
     except OSError as e:
         raise BadInputError(f"cannot write the key pair in {directory}: {e.strerror}") from None
     return KeyPair(

@@ -33,7 +33,7 @@ from kit.signing.keys import fingerprint, load_public_key
 
 TRUST_DIR = "trusted"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}\Z")
-_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}\Z")
+_FINGERPRINT_PREFIX = re.compile(r"sha256:[0-9a-f]{4,64}\Z")
 _MAX_KEYS = 1000
 
 
@@ -133,9 +133,10 @@ class TrustStore(StrictModel):
         return TrustedKey(name=name, fingerprint=fp, path=path)
 
     def remove(self, name_or_fingerprint: str) -> TrustedKey:
-        """Stop trusting the key with this name or fingerprint; returns what was removed."""
-        by_fp = bool(_FINGERPRINT.match(name_or_fingerprint))
-        if not by_fp and _NAME.match(name_or_fingerprint):
+        """Stop trusting the key with this name, or this fingerprint or a unique prefix of it
+        (``sha256:3f2a``, at least 4 hex digits; a trailing ``...`` is ignored); returns what
+        was removed. A prefix that more than one key has is refused, naming them."""
+        if not name_or_fingerprint.startswith("sha256:") and _NAME.match(name_or_fingerprint):
             path = self.directory / f"{name_or_fingerprint}.pub"
             if path.is_file() and not path.is_symlink():
                 # by name: works even for an unreadable file, so a broken entry can be removed
@@ -145,10 +146,18 @@ class TrustStore(StrictModel):
                     fp = "unreadable"
                 path.unlink()
                 return TrustedKey(name=name_or_fingerprint, fingerprint=fp, path=path)
-        for entry in self.trusted() if by_fp else []:
-            if entry.fingerprint == name_or_fingerprint:
-                entry.path.unlink()
-                return entry
+        prefix = name_or_fingerprint.rstrip(".…").lower()
+        if _FINGERPRINT_PREFIX.match(prefix):
+            matches = [e for e in self.trusted() if e.fingerprint.startswith(prefix)]
+            if len(matches) == 1:
+                matches[0].path.unlink()
+                return matches[0]
+            if matches:
+                raise BadInputError(
+                    f"{prefix} is the start of {len(matches)} trusted keys' fingerprints: "
+                    + ", ".join(f"{e.name} ({e.fingerprint})" for e in matches),
+                    hint="give more of the fingerprint, or the key's name",
+                )
         raise BadInputError(
             f"no trusted key named {show(name_or_fingerprint)}",
             hint="`kit keys list` shows the trusted keys by name and fingerprint",

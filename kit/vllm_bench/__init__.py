@@ -39,7 +39,7 @@ from pydantic import (
     model_serializer,
 )
 
-from kit.bench import BenchResult
+from kit.bench import Bencher, BenchResult
 from kit.bench.load import Planned
 from kit.recipe import Bench, VllmBenchSettings
 from kit.vllm_bench.points import VllmBenchPoint, invoke, run_points
@@ -127,8 +127,6 @@ def run_vllm_bench(
     env.setdefault("PYTHONUNBUFFERED", "1")
     if bench.load is not None:
         if planned is None:
-            from kit.bench import Bencher
-
             drawer = Bencher(url, bench, model, recipe_dir=recipe_dir)
             try:
                 planned = drawer.load_plan()

@@ -122,8 +122,12 @@ def test_a_bug_in_bench_target_writes_a_partial_report(
     res = CliRunner().invoke(
         main, ["bench", "--target", URL, recipe, "-o", str(tmp_path), "--no-sign"]
     )
-    # a bug is not a KitError: it propagates (a traceback, exit 1), as it always did
-    assert res.exit_code == 1 and isinstance(res.exception, RuntimeError), res.output
+    # a bug is not a KitError: it propagates to the CLI's boundary, an internal error (exit 1)
+    assert res.exit_code == 1, res.output
+    assert res.stderr.endswith(
+        f"error: internal error: {BUG}\n"
+        "hint: run with KIT_DEBUG=1 for the traceback, and report it\n"
+    )
     report = only_report(tmp_path)
     assert (report.status, report.incomplete_reason) == ("incomplete", BUG)
     assert report.server is not None and report.server.runtime == "external"

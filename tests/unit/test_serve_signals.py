@@ -44,7 +44,7 @@ def test_signal_unwinds_when_sigint_was_ignored_at_start(sig: signal.Signals) ->
 def test_sigterm_reads_as_a_time_limit_not_a_user() -> None:
     """A report ended by SIGTERM (a `timeout` around kit, a service manager) says so, and the
     CLI exits 143 as a shell reports such a process; Ctrl-C stays 'interrupted', 130."""
-    from kit.cli import report_error
+    from kit.console import report_error
     from kit.errors import Terminated
     from kit.report.assemble import failure_text
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.errors import BadInputError
+from kit.model.synthetic import word_list
 from kit.recipe.traffic import FileDataset, RandomDataset
 
 
@@ -67,18 +68,12 @@ def file_requests(ds: FileDataset, recipe_dir: Path | None) -> list[Planned]:
     return out
 
 
-def _words() -> list[str]:
-    from kit.model.synthetic import _words as words
-
-    return list(words())
-
-
 def random_requests(
     ds: RandomDataset, count: int, count_tokens: Callable[[str], int | None]
 ) -> list[Planned]:
     """``count`` prompts of random words sized to the drawn token lengths: words per token
     fitted on two /tokenize counts of the server, as the prefill probe sizes its prompts."""
-    words = _words()
+    words = list(word_list())
     rng = random.Random(ds.seed)
     probe_a = " ".join(rng.choice(words) for _ in range(64))
     probe_b = " ".join(rng.choice(words) for _ in range(512))

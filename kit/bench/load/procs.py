@@ -1,7 +1,7 @@
 """A load point sent from several client processes (``bench.load.processes``).
 
 Each process runs the same asyncio client (:mod:`kit.bench.aio`) on its share of the point
-(:class:`kit.bench.load.run.Share`): at a concurrency point its streams, which take the next
+(:class:`kit.bench.load.send.Share`): at a concurrency point its streams, which take the next
 request index from one counter shared by every process, so the point sends each request once
 and in the same order as one process would; at a rate point the arrivals whose index falls to
 it, at their times after one common start. The processes are spawned (not forked: the
@@ -12,11 +12,13 @@ one clock for every process on the host, so the records merge as if one client s
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing as mp
 import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from kit.bench.load.send import PointJob, Share, cpu_pct, send_point
 from kit.bench.stream import BenchAborted, RequestRecord
 
 READY_TIMEOUT_S = 120.0  # a process's start (imports) before the point
@@ -24,18 +26,12 @@ START_DELAY_S = 0.2  # the common start of a rate point's arrivals, after the go
 
 
 def _child(
-    conn: Connection, k: int, of: int, counter: Any, go: Any, start: Any, args: tuple[Any, ...]
+    conn: Connection, k: int, of: int, counter: Any, go: Any, start: Any, job: PointJob
 ) -> None:
-    import asyncio
-
-    from kit.bench.load.run import Share, cpu_pct, send_point
-
-    url, bench, model, level, planned, phase, count, salt, t0 = args
-
     def take() -> int | None:
         with counter.get_lock():
             i = int(counter.value)
-            if i >= count:
+            if i >= job.count:
                 return None
             counter.value = i + 1
             return i
@@ -45,11 +41,7 @@ def _child(
         go.wait()
         cpu0, wall0 = time.process_time(), time.perf_counter()
         share = Share(k=k, of=of, take=take, start=float(start.value))
-        records = asyncio.run(
-            send_point(
-                url, bench, model, bench.load, level, planned, phase, count, salt, t0, None, share
-            )
-        )
+        records = asyncio.run(send_point(job, share=share))
         conn.send(("ok", [r.model_dump_json() for r in records], cpu_pct(cpu0, wall0)))
     except BaseException as exc:  # the parent says what failed; nothing is lost silently
         conn.send(("error", f"{type(exc).__name__}: {exc}", 0.0))
@@ -57,11 +49,9 @@ def _child(
         conn.close()
 
 
-def run_in_processes(args: tuple[Any, ...], processes: int) -> tuple[list[RequestRecord], float]:
+def run_in_processes(job: PointJob, processes: int) -> tuple[list[RequestRecord], float]:
     """The point's records (as they came, not yet in send order) from ``processes`` client
-    processes, and the busiest one's CPU use in percent of one core. ``args`` are
-    :func:`kit.bench.load.run.send_point`'s ``(url, bench, model, level, planned, phase,
-    count, salt, t0)``."""
+    processes, and the busiest one's CPU use in percent of one core."""
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
     go = ctx.Event()
@@ -72,7 +62,7 @@ def run_in_processes(args: tuple[Any, ...], processes: int) -> tuple[list[Reques
             receive, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(
                 target=_child,
-                args=(send, k, processes, counter, go, start, args),
+                args=(send, k, processes, counter, go, start, job),
                 name=f"kit-load-{k}",
                 daemon=True,
             )

@@ -87,7 +87,8 @@ class LoadPoint(KitModel):
     )
 
 
-def _tpot_s(r: RequestRecord) -> float | None:
+def tpot_s(r: RequestRecord) -> float | None:
+    """A request's seconds per output token after the first: (E2E - TTFT) / (tokens - 1)."""
     tokens = r.completion_tokens or 0
     if r.wall_s is None or r.ttft_s is None or tokens < 2:
         return None
@@ -98,7 +99,7 @@ def meets(r: RequestRecord, slo: Slo | None) -> bool:
     """Whether a completed request meets every SLO set."""
     if slo is None:
         return False
-    tpot = _tpot_s(r)
+    tpot = tpot_s(r)
     checks = [
         (slo.ttft_ms, r.ttft_s),
         (slo.tpot_ms, tpot),
@@ -153,7 +154,7 @@ def summarize_point(
         output_tokens=output_tokens,
         ttft_ms=percentiles((r.ttft_s or 0) * 1000 for r in done if r.ttft_s is not None),
         first_chunk_ms=percentiles(firsts) if firsts else None,
-        tpot_ms=percentiles(t * 1000 for r in done if (t := _tpot_s(r)) is not None),
+        tpot_ms=percentiles(t * 1000 for r in done if (t := tpot_s(r)) is not None),
         itl_ms=percentiles(gaps),
         e2e_ms=percentiles((r.wall_s or 0) * 1000 for r in done),
         good=good,

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.report.html.figure import PlottingUnavailable
+from kit.report.html.figure import PlottingUnavailable, pyplot
+from kit.report.html.page import page
 from kit.report.schema import Report
 from kit.signing import SignatureCheck
 
@@ -27,9 +28,6 @@ __all__ = ["HTML_FILE", "PlottingUnavailable", "render_html", "write_html"]
 
 def render_html(report: Report, check: SignatureCheck) -> str:
     """The page for a report read with its signature check."""
-    from kit.report.html.figure import pyplot
-    from kit.report.html.page import page
-
     pyplot()  # fail early, before any work, when matplotlib is missing
     return page(report, check)
 

@@ -25,14 +25,16 @@ class PlottingUnavailable(EnvironmentProblem):
 def pyplot() -> Any:
     """matplotlib.pyplot on the Agg backend, with kit's deterministic SVG settings."""
     try:
-        import matplotlib
+        # lazy: matplotlib is the html extra (heavy)
+        import matplotlib  # noqa: PLC0415
     except ImportError:
         raise PlottingUnavailable(
             "kit report html draws its charts with matplotlib, which is not installed",
             hint=HINT,
         ) from None
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    # lazy: matplotlib is the html extra (heavy)
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     matplotlib.rcParams.update(
         {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from html import escape
 
+from kit.metrics import Stats
 from kit.probe import Unavailable
 from kit.report.describe import engine_text, kernels_text, model_text, num, rig, spec_text
 from kit.report.figures import prompt_headline
@@ -179,8 +180,6 @@ def _stats_rows(report: Report) -> str:
         return ""
 
     def ms(s: object) -> str:
-        from kit.metrics import Stats
-
         if not isinstance(s, Stats) or s.mean is None:
             return "-"
         return f"{s.mean:,.2f}" + (f" ± {s.std:,.2f}" if s.std is not None else "")

@@ -79,7 +79,8 @@ def latency_chart(report: Report) -> str | None:
     if not points:
         return None
     plt = pyplot()
-    from matplotlib import ticker
+    # lazy: matplotlib is the html extra (heavy)
+    from matplotlib import ticker  # noqa: PLC0415
 
     fig, axes = plt.subplots(1, 3, figsize=(12.0, 4.4))
     mark = Marks()

@@ -47,10 +47,20 @@ class Checklist(FrozenModel):
         raise KeyError(name)
 
     def render(self) -> str:
-        """The checklist as text (:func:`kit.report.show.checklist_text`)."""
-        from kit.report.show import checklist_text
-
-        return checklist_text(self)
+        """The checklist as text: ``[ok]``, ``[FAIL]`` or ``[--]`` (not checked) per item."""
+        width = max(len(item.name) for item in self.items)
+        lines = [f"kit report verify: {self.source}"]
+        for item in self.items:
+            mark = {True: "[ok]  ", False: "[FAIL]", None: "[--]  "}[item.ok]
+            lines.append(f"  {mark} {item.name:<{width}}  {item.detail}")
+            lines += [f"  {'':<6} {'':<{width}}  - {p}" for p in item.problems]
+        counts = {v: sum(1 for i in self.items if i.ok is v) for v in (True, False, None)}
+        if self.ok:
+            lines.append(f"passed: {counts[True]} ok, {counts[None]} not checked")
+        else:
+            failed = ", ".join(self.failed)
+            lines.append(f"FAILED: {counts[False]} of {len(self.items)} items ({failed})")
+        return "\n".join(lines)
 
 
 def check_item(name: str, problems: list[str], ok_detail: str, fail_detail: str) -> CheckItem:

@@ -7,6 +7,8 @@ import hashlib
 import re
 from typing import Any
 
+from kit.errors import RecipeError
+from kit.recipe import recipe_sha256, validate_data
 from kit.recipe.protocol import non_canonical_reasons
 from kit.report.files import cut
 from kit.report.verify.checklist import CheckItem, check_item
@@ -17,9 +19,6 @@ _PATCH_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.patch\Z")
 
 
 def recipe_item(data: dict[str, Any]) -> CheckItem:
-    from kit.errors import RecipeError
-    from kit.recipe import recipe_sha256, validate_data
-
     recipe, stored = data.get("recipe"), data.get("recipe_sha256")
     if not isinstance(recipe, dict) or not isinstance(stored, str):
         return CheckItem(name="recipe", ok=False, detail="no embedded recipe or recipe_sha256")

@@ -11,6 +11,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kit.bench import request_body, summarize_prefill, summarize_prompt
+from kit.bench.load import summarize_point
+from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
+from kit.probe import build_sampling
+from kit.recipe import Bench, Prompt
 from kit.report.assemble import energy_of
 from kit.report.files import cut
 from kit.report.schema import Report
@@ -18,11 +23,6 @@ from kit.report.verify.checklist import REL_TOL, CheckItem, check_item, differen
 
 
 def summaries_item(report: Report) -> CheckItem:
-    from kit.bench import summarize_prefill, summarize_prompt
-    from kit.metrics import add_spec
-    from kit.probe import build_sampling
-    from kit.recipe import Prompt
-
     problems: list[str] = []
     done: list[str] = []
     b = report.bench
@@ -98,8 +98,6 @@ def summaries_item(report: Report) -> CheckItem:
 
 def _spec_problems(sd: Any, where: str) -> list[str]:
     """A window's spec-decode figures recomputed from its counters."""
-    from kit.metrics import spec_decode_from_counts
-
     if sd is None:
         return []
     again = spec_decode_from_counts(
@@ -112,8 +110,6 @@ def _load_point_problems(b: Any, bench: Any) -> list[str]:
     """Each load point against the recipe's pattern, and its figures recomputed from the
     records (spec decode from its own counters; server counters and client CPU are readings,
     not derived)."""
-    from kit.bench.load import summarize_point
-
     load = bench.load if bench is not None else None
     labels = {load.label(v): v for v in load.planned_levels()} if load is not None else {}
     out: list[str] = []
@@ -149,8 +145,6 @@ def _load_point_problems(b: Any, bench: Any) -> list[str]:
 
 def _bench_of(report: Report) -> Any:
     """The embedded recipe's Bench section; None when it has no valid one."""
-    from kit.recipe import Bench
-
     try:
         return Bench.model_validate(report.recipe.get("bench", {}))
     except ValidationError:
@@ -158,8 +152,6 @@ def _bench_of(report: Report) -> Any:
 
 
 def records_item(report: Report) -> CheckItem:
-    from kit.bench import request_body
-
     problems: list[str] = []
     b = report.bench
     if report.status == "complete":
@@ -233,8 +225,6 @@ def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
 
 
 def _record_problems(r: Any, max_tokens: int | None, fraction: float | None) -> list[str]:
-    from kit.metrics import decode_tps, is_usable, wall_tps
-
     out: list[str] = []
     if max_tokens is not None and r.max_tokens != max_tokens:
         out.append(f"max_tokens {r.max_tokens}, the recipe says {max_tokens}")

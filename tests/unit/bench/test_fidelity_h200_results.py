@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.bench.fidelity import GOAL_DIP_PCT, GOAL_MEAN_PCT, Fidelity, summarize
+from kit.fidelity import GOAL_DIP_PCT, GOAL_MEAN_PCT, Fidelity, summarize
 
 RESULTS = Path(__file__).parents[2] / "fixtures" / "results"
 # the first run (fidelity-h200-2026-12-02.json) carries a note added by hand ("incomplete": the

@@ -14,8 +14,9 @@ from hubserver import HUB_TINY_RECIPE, Hub, serving_hub
 
 from kit.cli import main
 from kit.errors import EnvironmentProblem, RecipeError
+from kit.lock import resolve_image
 from kit.recipe import load_recipe
-from kit.recipe.lock import lock_path, pin_sources, read_lock, resolve_image
+from kit.recipe.lock import lock_path, pin_sources, read_lock
 from kit.report.assemble import new_report
 
 

@@ -124,7 +124,7 @@ def test_markdown_cells_escape_pipes(cpu: Report) -> None:
 
 def test_invalid_and_incomplete_runs_say_so(cpu: Report) -> None:
     from kit.probe import Finding
-    from kit.report.validity import Validity
+    from kit.report.verdict import Validity
 
     invalid = Validity(
         valid=False,

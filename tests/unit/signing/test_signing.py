@@ -132,7 +132,7 @@ def test_keypair_refuses_to_overwrite(tmp_path: Path) -> None:
     first = signing.generate_keypair(tmp_path)
     with pytest.raises(BadInputError, match="already exists") as err:
         signing.generate_keypair(tmp_path)
-    assert err.value.hint and "force=True" in err.value.hint
+    assert err.value.hint and "--force" in err.value.hint  # the CLI flag (test_hints runs it)
     assert signing.load_public_key(first.public_key)  # untouched
     second = signing.generate_keypair(tmp_path, force=True)
     assert second.fingerprint != first.fingerprint

@@ -253,7 +253,8 @@ def test_cli_show_refuses_untrusted_and_unsigned_unless_allowed(
     assert res.exit_code == 1 and res.stdout == ""
     assert res.stderr == (
         f"error: {signed}: signed by an untrusted key {fp}; trust it with `kit keys trust`\n"
-        "hint: or pass --key PUB, or --allow-untrusted to read it anyway\n"
+        "hint: or pass --key PUB (its signer's public key), or --allow-untrusted to read it "
+        "anyway\n"
     )
     res = runner.invoke(main, ["report", "show", unsigned])
     assert res.exit_code == 1

@@ -42,7 +42,9 @@ from kit.base import KitModel
 from kit.bench.runner import Bencher, scrape_metrics
 from kit.bench.stream import request_body, utc_now_ms
 from kit.metrics import ServerWindow, decode_tps, server_window
+from kit.probe import GpuSampler, HostLoadSampler
 from kit.recipe import Bench, Recipe
+from kit.report.files import read_report
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ Arm = Literal["kit", "kit-no-sampler", "independent", "kit-cli"]
 ARMS: tuple[Arm, ...] = ("kit", "kit-no-sampler", "independent", "kit-cli")
 GOAL_MEAN_PCT = 0.3
 GOAL_DIP_PCT = 2.0
-INDEPENDENT = Path(__file__).with_name("independent.py")
+INDEPENDENT = Path(__file__).with_name("bench") / "independent.py"
 
 
 class ArmRun(KitModel):
@@ -113,8 +115,6 @@ def _pct(x: float | None, ref: float | None) -> float | None:
 
 
 def _kit_arm(url: str, bench: Bench, model: str, sampler: bool, interval_s: float) -> ArmRun:
-    from kit.probe import GpuSampler, HostLoadSampler
-
     bencher = Bencher(url, bench, model)
     if sampler:
         with GpuSampler(interval_s=interval_s) as gpu, HostLoadSampler() as load:
@@ -161,8 +161,6 @@ def _independent_arm(url: str, body: dict, runs: int, client: httpx.Client) -> A
 def _cli_arm(url: str, recipe: Recipe) -> ArmRun:
     """``kit bench --target`` in its own process on ``recipe`` (written out resolved),
     unsigned, into a scratch folder."""
-    from kit.report.files import read_report
-
     with tempfile.TemporaryDirectory(prefix="kit-fidelity-") as tmp:
         path = Path(tmp) / "recipe.yaml"  # JSON is YAML
         path.write_text(recipe.model_dump_json(exclude_none=True))

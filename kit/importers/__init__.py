@@ -1,0 +1,127 @@
+"""Other tools' result files in (``kit import``): one module per tool, each with
+``detect(path, data)`` and ``read(path)``; the reader is picked by the file's content, never
+its name. :func:`import_file` reads a file and writes it as a recipe whose reference is the
+file's figures (:mod:`kit.importers.to_recipe`). docs/import.md says what each reader takes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kit.base import FrozenModel
+from kit.errors import BadInputError
+from kit.importers import aiperf, guidellm, llmperf, mlperf, sglang, vllm_bench
+from kit.importers.parse import Parsed, Reader, parse_file
+from kit.importers.schema import Imported, ImportedPoint, OpenPin
+from kit.importers.to_recipe import recipe_text, write_recipe
+
+# in the order they are asked; a file two would take is a bug (tests/unit/importers)
+READERS: tuple[Reader, ...] = (
+    vllm_bench.READER,
+    sglang.READER,
+    guidellm.READER,
+    aiperf.READER,
+    llmperf.READER,
+    mlperf.READER,
+)
+
+__all__ = [
+    "READERS",
+    "Imported",
+    "ImportedPoint",
+    "ImportedRecipe",
+    "OpenPin",
+    "Reader",
+    "detect",
+    "import_file",
+    "read_file",
+]
+
+
+def _expected() -> str:
+    return "; ".join(r.reads for r in READERS)
+
+
+def detect(path: Path) -> Reader:
+    """The reader whose ``detect`` takes the file (by its content)."""
+    parsed: Parsed = parse_file(path)
+    for reader in READERS:
+        if reader.detect(path, parsed):
+            return reader
+    if parsed.json_error is not None:
+        raise BadInputError(
+            f"{path}: not valid JSON ({parsed.json_error}): a truncated or hand-edited file?",
+            hint=f"kit imports: {_expected()}",
+        )
+    if not parsed.text.strip():
+        raise BadInputError(f"{path}: empty", hint=f"kit imports: {_expected()}")
+    raise BadInputError(
+        f"{path}: not a result file kit can import (no reader recognises its content)",
+        hint=f"kit imports: {_expected()}",
+    )
+
+
+def _usable(path: Path, imported: Imported) -> None:
+    """Refuse a file with nothing to reproduce: every request failed, or no figure at all."""
+    points = imported.points
+    if not points:
+        raise BadInputError(f"{path}: no measured point in the file")
+    counted = [p.figures for p in points if p.figures.completed is not None]
+    if counted and len(counted) == len(points) and not any(f.completed for f in counted):
+        failed = sum(f.failed or 0 for f in counted)
+        sent = sum(f.requests or 0 for f in counted) or failed
+        raise BadInputError(
+            f"{path}: all {sent} requests failed: nothing to reproduce",
+            hint="import a run whose requests completed",
+        )
+    figures = ("output_tps", "request_throughput", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+    if not any(getattr(p.figures, f) is not None for p in points for f in figures):
+        raise BadInputError(f"{path}: no throughput or latency figure: nothing to compare with")
+
+
+def read_file(path: str | Path) -> Imported:
+    """Read a result file of another tool: :class:`Imported`, or a BadInputError naming the
+    file and what was expected."""
+    p = Path(path)
+    reader = detect(p)
+    try:
+        imported = reader.read(p)
+    except BadInputError as exc:
+        if str(p) in exc.message or p.name in exc.message:
+            raise
+        raise BadInputError(f"{p}: {exc.message}", hint=exc.hint) from exc
+    except (ValidationError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BadInputError(
+            f"{p}: looks like {reader.tool} output but cannot be read: {first}",
+            hint=f"expected {reader.reads}, as the tool wrote it",
+        ) from exc
+    _usable(p, imported)
+    return imported
+
+
+class ImportedRecipe(FrozenModel):
+    """A file read and written as a recipe."""
+
+    imported: Imported
+    recipe: str  # the recipe's YAML
+    path: Path | None  # where it was written (None: not written)
+
+
+def import_file(
+    path: str | Path, *, base: str | Path, out: str | Path | None = None
+) -> ImportedRecipe:
+    """Read ``path`` and write its recipe at ``out`` (validated first: nothing is written when
+    it does not validate); ``out`` None returns the complete recipe, written nowhere."""
+    if not Path(base).is_file():
+        raise BadInputError(f"{base}: no such base recipe", hint="name one with --base")
+    imported = read_file(path)
+    if out is None:
+        return ImportedRecipe(
+            imported=imported, recipe=recipe_text(imported, Path(base), None), path=None
+        )
+    target = Path(out)
+    text = write_recipe(imported, Path(base), target)
+    return ImportedRecipe(imported=imported, recipe=text, path=target)

@@ -1,0 +1,169 @@
+"""MLPerf Inference LoadGen's ``mlperf_log_summary.txt`` (the LLM benchmarks' layout, v4.x):
+scenario, throughput, latencies in ns, and the test parameters.
+
+A LoadGen run is reference-only: its queries come from the benchmark's own sample set (not
+named in the summary) under LoadGen's duration and early-stopping rules, which kit's traffic
+does not rebuild.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from kit.errors import BadInputError
+from kit.importers.parse import Parsed, Reader, latency, parse_file, point_label
+from kit.importers.pins import open_pins
+from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, Workload
+from kit.recipe.figures import LatencyFigures, ReferencePoint
+
+BANNER = "MLPerf Results Summary"
+NS = 1e-6  # ns -> ms
+DEFINITIONS = {
+    "ttft_ms": "MLPerf first token latency: from the query's issue to the first token the "
+    "SUT reports, in ns",
+    "tpot_ms": "MLPerf time to output token: per sample (latency - first token latency) / "
+    "(output tokens - 1), in ns",
+    "e2e_ms": "MLPerf latency: from the query's issue to its completion, in ns",
+    "output_tps": "MLPerf (completed) tokens per second: output tokens of the completed samples",
+}
+_LINE = re.compile(r"^\s*([^:*]+?)\s*:\s*(\S.*?)\s*$")
+
+
+def detect(path: Path, data: Parsed) -> bool:
+    """Text whose first lines carry LoadGen's banner."""
+    return data.json is None and BANNER in data.text[:400]
+
+
+def _fields(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group(1) not in out:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+class _Summary:
+    def __init__(self, fields: dict[str, str], file: str) -> None:
+        self.fields = fields
+        self.file = file
+
+    def num(self, *keys: str) -> float | None:
+        for key in keys:
+            value = self.fields.get(key)
+            if value is None:
+                continue
+            try:
+                return float(value)
+            except ValueError:
+                raise BadInputError(
+                    f"{self.file}: {key}: expected a number, not {value!r}"
+                ) from None
+        return None
+
+    def latency(self, label: str, prefix: str) -> LatencyFigures | None:
+        """``Mean <label> (ns)`` and ``NN.00 percentile <prefix> (ns)``, in ms."""
+        return latency(
+            self.num(f"Mean {label} (ns)"),
+            self.num(f"50.00 percentile {prefix} (ns)"),
+            self.num(f"90.00 percentile {prefix} (ns)"),
+            self.num(f"99.00 percentile {prefix} (ns)"),
+            scale=NS,
+        )
+
+
+def read(path: Path) -> Imported:
+    """Read a LoadGen summary (Server, Offline or SingleStream)."""
+    parsed = parse_file(path)
+    s = _Summary(_fields(parsed.text), path.name)
+    scenario = s.fields.get("Scenario")
+    mode = s.fields.get("Mode")
+    if scenario is None:
+        raise BadInputError(f"{path.name}: a LoadGen summary without its Scenario line")
+    samples = s.num("Completed samples per second", "Samples per second")
+    tokens = s.num("Completed tokens per second", "Tokens per second")
+    if mode != "PerformanceOnly" or (samples is None and tokens is None):
+        raise BadInputError(
+            f"{path.name}: an MLPerf {mode or 'unknown-mode'} summary holds no throughput: "
+            "kit imports PerformanceOnly runs"
+        )
+    warnings: list[str] = []
+    notes: list[str] = []
+    result = s.fields.get("Result is")
+    if result != "VALID":
+        warnings.append(f"LoadGen's result is {result or 'not stated'}, not VALID")
+    target = s.num("target_qps")
+    min_ms = s.num("min_duration (ms)")
+    load: ImportedLoad | None = None
+    if scenario == "Server" and target:
+        requests = math.ceil(target * (min_ms or 0) / 1000) or s.num("min_query_count")
+        load = ImportedLoad(
+            pattern="rate",
+            level=target,
+            arrival="poisson",
+            requests=int(requests) if requests else None,
+            note=f"LoadGen's Poisson arrivals at target_qps {target:g} for at least "
+            f"{(min_ms or 0) / 1000:g} s",
+        )
+    elif scenario == "SingleStream":
+        queries = s.num("min_query_count")
+        load = ImportedLoad(
+            pattern="concurrency", level=1, requests=int(queries) if queries else None
+        )
+    scheduled = s.num("Scheduled samples per second")
+    if scheduled is not None:
+        notes.append(f"LoadGen scheduled {scheduled:g} samples/s (target_qps {target or 0:g})")
+    for name in ("ttft_latency (ns)", "tpot_latency (ns)"):
+        bound = s.num(name)
+        if bound is not None:
+            notes.append(f"LoadGen constraint {name.split(' ')[0]}: {bound * NS:g} ms (p99)")
+    point = ImportedPoint(
+        label=point_label(load, 0) if load else scenario.lower(),
+        load=load,
+        figures=ReferencePoint(
+            request_throughput=samples,
+            output_tps=tokens,
+            ttft_ms=s.latency("First Token latency", "first token latency"),
+            tpot_ms=s.latency("Time to Output Token", "time to output token"),
+            e2e_ms=s.latency("latency", "latency"),
+        ),
+    )
+    workload = Workload(dataset="the MLPerf benchmark's sample set (not named in the summary)")
+    sut = s.fields.get("SUT name")
+    notes.append(f"model: the summary names none (SUT {sut!r})")
+    return Imported(
+        file=path.name,
+        tool="mlperf loadgen",
+        layout=f"mlperf_log_summary.txt, {scenario} scenario",
+        model=None,
+        workload=workload,
+        points=[point],
+        definitions=DEFINITIONS,
+        reference_only="an MLPerf LoadGen run (its sample set and run rules are LoadGen's)",
+        open_pins=[
+            *open_pins(
+                model=None,
+                hub_repo=None,
+                engine=None,
+                hardware=None,
+                workload=workload,
+                load_known=load is not None,
+            ),
+        ],
+        warnings=[
+            *warnings,
+            f"MLPerf LoadGen {scenario} run (SUT {sut!r}): reference-only, kit's traffic does "
+            "not rebuild LoadGen's queries",
+        ],
+        notes=notes,
+    )
+
+
+READER = Reader(
+    tool="mlperf loadgen",
+    reads="MLPerf Inference mlperf_log_summary.txt",
+    detect=detect,
+    read=read,
+)
