@@ -35,8 +35,8 @@ def report_error(exc: BaseException) -> int:
     if isinstance(err, ServerError) and err.log_tail:
         click.echo("server log (last lines):", err=True)
         click.echo(err.log_tail, err=True)
-    if err.hint:
-        click.echo(f"hint: {err.hint}", err=True)
+    for line in (err.hint or "").splitlines():
+        click.echo(f"hint: {line}", err=True)
     return err.exit_code
 
 

@@ -4,6 +4,8 @@ The cache key hashes the model's content identity, the recipe's quantization par
 (with the calibration data's own hash) and the auto-round version; a second run with the
 same inputs reuses the output and says so. AutoRound runs in a child interpreter
 (``python -m kit.quantize JOB``) because it starts worker processes and holds a lot of memory.
+The manifest records the checkpoint's digest (``identity``, with each file's sha256) and where
+AutoRound ran (``built_on``): what the reproduction verdict compares (docs/checkpoint.md).
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from kit.base import KitModel
 from kit.errors import BadInputError, EnvironmentProblem
 from kit.model import FileHash, ModelManifest, generated_texts, hash_tree, identity_of
 from kit.paths import display_path, kit_home
+from kit.probe import parse_cpuinfo
 from kit.recipe import (
     AutoRoundQuantization,
     FileCalibration,
@@ -38,6 +43,26 @@ from kit.recipe import (
 log = logging.getLogger(__name__)
 
 MANIFEST = "kit-quant-manifest.json"
+
+
+class QuantHost(KitModel):
+    """Where AutoRound ran: what besides its inputs may make its output differ."""
+
+    cpu: str | None = Field(description="CPU model from /proc/cpuinfo (None: not read).")
+    isa: list[str] | None = Field(
+        description="The CPU's vector flags, as the host probe keeps them (kit.probe); None where "
+        "/proc/cpuinfo lists none."
+    )
+    threads: int = Field(description="torch's intra-op threads in AutoRound's process.")
+    accelerator: str | None = Field(
+        description="The GPU AutoRound tuned on, as torch names it; None on the CPU."
+    )
+
+
+def quant_host(cpuinfo: str, threads: int, accelerator: str | None) -> QuantHost:
+    """Where AutoRound ran, from the text of /proc/cpuinfo ('' where there is none)."""
+    cpu = parse_cpuinfo(cpuinfo)
+    return QuantHost(cpu=cpu["model"], isa=cpu["isa"], threads=threads, accelerator=accelerator)
 
 
 class QuantManifest(BaseModel):
@@ -56,6 +81,30 @@ class QuantManifest(BaseModel):
     directory: str = Field(description="Output model directory (KIT_HOME-relative).")
     quantization_config: dict[str, Any] = Field(description="The checkpoint's quant config.")
     cached: bool = Field(False, description="Reused from an earlier run (no work done).")
+    built_on: QuantHost | None = Field(
+        None,
+        description="Where AutoRound ran: CPU, its vector flags, torch's threads, the GPU. Absent "
+        "in reports (and cached checkpoints) written before kit recorded it.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _built_on_only_when_known(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if data.get("built_on") is None:
+            data.pop("built_on", None)  # written as kit wrote it before recording it
+        return data
+
+    @property
+    def seed(self) -> int | None:
+        """AutoRound's seed, as kit passed it."""
+        value = self.inputs.get("parameters", {}).get("seed")
+        return value if isinstance(value, int) else None
+
+    @property
+    def iters(self) -> int | None:
+        """AutoRound's tuning iterations per block (0: round-to-nearest), as kit passed them."""
+        value = self.inputs.get("parameters", {}).get("iters")
+        return value if isinstance(value, int) else None
 
 
 def _version(dist: str) -> str:
@@ -197,6 +246,7 @@ def quantize(
         identity=identity_of(files),
         directory=display_path(root / "model"),
         quantization_config=config.get("quantization_config", {}),
+        built_on=QuantHost.model_validate(result["built_on"]) if "built_on" in result else None,
     )
     (work / MANIFEST).write_text(manifest.model_dump_json(indent=2))
     job_path.unlink()
@@ -232,6 +282,23 @@ def placement_kwargs(placement: dict[str, Any] | None, device: str) -> dict[str,
         "enable_torch_compile": bool(p.get("enable_torch_compile", False)),
         "low_cpu_mem_usage": bool(p.get("low_cpu_mem_usage", True)),
     }
+
+
+def _built_on(torch: Any, placement: dict[str, Any] | None, device: str) -> QuantHost:
+    """Where this process runs AutoRound: the CPU, torch's threads, the cards it tunes on."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        cpuinfo = ""
+    accelerator = None
+    if device.startswith("cuda"):
+        cards = (placement or {}).get("device_map", 0)
+        if cards == "auto":
+            cards = list(range(torch.cuda.device_count()))
+        ids = cards if isinstance(cards, list) else [cards]
+        names = Counter(str(torch.cuda.get_device_name(i)) for i in ids)
+        accelerator = " + ".join(f"{n}× {name}" for name, n in names.items())
+    return quant_host(cpuinfo, int(torch.get_num_threads()), accelerator)
 
 
 def _run_job(job_path: str) -> None:
@@ -286,7 +353,9 @@ def _run_job(job_path: str) -> None:
         src = Path(job["model"]) / name
         if src.exists() and not (folder / name).exists():
             shutil.copy2(src, folder / name)
-    sys.stdout.write(json.dumps({"folder": str(folder), "device": device}) + "\n")
+    host = _built_on(torch, p.get("placement"), device)
+    result = {"folder": str(folder), "device": device, "built_on": host.model_dump(mode="json")}
+    sys.stdout.write(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts
 from kit.model import FileHash, ModelManifest, identity_of
 from kit.patches import PatchManifest
 from kit.probe import GpuSampling, HostProbe, build_sampling, host_probe_from_dump
-from kit.quantize import QuantManifest
+from kit.quantize import QuantHost, QuantManifest
 from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe
 from kit.report import Report, ServerInfo
 from kit.report.assemble import Extras, Measurement, Setup, finish_report, new_report
@@ -261,7 +261,9 @@ def no_gpu_sampling() -> GpuSampling:
 # what was built, and the patches
 
 
-def _manifests(recipe: Any, model_seed: int) -> tuple[ModelManifest, ModelManifest, QuantManifest]:
+def _manifests(
+    recipe: Any, model_seed: int, host: HostProbe
+) -> tuple[ModelManifest, ModelManifest, QuantManifest]:
     files = [
         FileHash(path="config.json", size=812, sha256=sha(f"config {model_seed}")),
         FileHash(path="model.safetensors", size=3_411_024, sha256=sha(f"weights {model_seed}")),
@@ -316,6 +318,12 @@ def _manifests(recipe: Any, model_seed: int) -> tuple[ModelManifest, ModelManife
         directory=f"$KIT_HOME/quantized/{key[:24]}/model",
         quantization_config={"bits": q.bits, "group_size": q.group_size, "sym": q.sym},
         cached=True,
+        built_on=QuantHost(
+            cpu=host.cpu.model if isinstance(host.cpu.model, str) else None,
+            isa=host.cpu.isa,
+            threads=host.cpu.usable_cores if isinstance(host.cpu.usable_cores, int) else 1,
+            accelerator="1× NVIDIA H200" if q.device == "cuda" else None,
+        ),
     )
     return model, draft, quant
 
@@ -365,7 +373,8 @@ def build_report(
     run_id = f"20261129T120000Z-{seed:06x}"
     report = new_report(loaded, run_id)
     bench = build_bench(recipe.bench, rng)
-    model, draft, quant = _manifests(recipe, model_seed)
+    host = gpu_host(probe) if gpu else cpu_host(probe)
+    model, draft, quant = _manifests(recipe, model_seed, host)
     built = Built(
         model_dir=Path("model"),
         model=model,
@@ -380,7 +389,7 @@ def build_report(
         built=built,
         env=None,
         result=bench,
-        host=gpu_host(probe) if gpu else cpu_host(probe),
+        host=host,
         sampling=gpu_sampling(probe) if gpu else no_gpu_sampling(),
         server=ServerInfo(
             runtime="native",

@@ -17,6 +17,9 @@ _PUB_HELP += "checked against the trusted keys (`kit keys trust`)."
 _UNTRUSTED_HELP = "Read a report signed by a key that is neither given nor trusted: its "
 _UNTRUSTED_HELP += "signature is then not checked and the run is labelled UNTRUSTED."
 _UNSIGNED_HELP = "Read an unsigned report: its signature is then not checked instead of failed."
+_KEYS_HELP = "Folder of signers' public keys (every *.pub in it, e.g. examples/keys): each "
+_KEYS_HELP += "report is checked against the one whose fingerprint its signature names, in place "
+_KEYS_HELP += "of the trusted keys."
 
 
 def _public_key(path: str | None) -> Any:
@@ -30,6 +33,29 @@ def _trust(key: Any) -> Any:
     from kit.signing import TrustStore
 
     return None if key is not None else TrustStore.default()
+
+
+def _signers(key_path: str | None, keys_dir: str | None) -> tuple[Any, Any]:
+    """(public key, trust store) for the readers: --key PUB, else --keys DIR (each report
+    matched to its key by fingerprint), else kit's trust store."""
+    if key_path and keys_dir:
+        from kit.errors import BadInputError
+
+        raise BadInputError(
+            "--key and --keys both given",
+            hint="--key PUB checks every report against one key; --keys DIR matches each "
+            "report to the key in DIR whose fingerprint its signature names",
+        )
+    if keys_dir:
+        from kit.report.table import keys_store
+
+        return None, keys_store(Path(keys_dir))
+    key = _public_key(key_path)
+    return key, _trust(key)
+
+
+def _keys(f: Any) -> Any:
+    return click.option("--keys", "keys_dir", type=click.Path(file_okay=False), help=_KEYS_HELP)(f)
 
 
 def _allow_untrusted(f: Any) -> Any:
@@ -48,6 +74,7 @@ def report() -> None:
 @report.command("verify")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@_keys
 @click.option(
     "--allow-unsigned",
     is_flag=True,
@@ -57,7 +84,12 @@ def report() -> None:
 @_allow_untrusted
 @click.option("--json", "as_json", is_flag=True, help="Print the checklist as JSON.")
 def report_verify(
-    path: str, key_path: str | None, allow_unsigned: bool, allow_untrusted: bool, as_json: bool
+    path: str,
+    key_path: str | None,
+    keys_dir: str | None,
+    allow_unsigned: bool,
+    allow_untrusted: bool,
+    as_json: bool,
 ) -> None:
     """Check a report file item by item, offline: envelope, signature, canonical payload,
     schema, recipe sha256, summaries recomputed from the raw records, record consistency,
@@ -69,18 +101,14 @@ def report_verify(
     \b
     Examples:
       kit report verify reports/cpu-tiny-*/report.json --key ~/.config/kit/kit.pub
-      kit report verify report.json
+      kit report verify examples/reports/h200-tp1.report.json --keys examples/keys
       kit report verify report.json --allow-unsigned
     """
     from kit.report.verify import verify_report
 
-    key = _public_key(key_path)
+    key, trust = _signers(key_path, keys_dir)
     checklist = verify_report(
-        Path(path),
-        key,
-        allow_unsigned=allow_unsigned,
-        allow_untrusted=allow_untrusted,
-        trust=_trust(key),
+        Path(path), key, allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted, trust=trust
     )
     if as_json:
         data = {"ok": checklist.ok, **checklist.model_dump(mode="json")}
@@ -98,6 +126,7 @@ def report_verify(
 )
 @click.option("--header", is_flag=True, help="With --markdown: print the table header first.")
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@_keys
 @_allow_unsigned
 @_allow_untrusted
 def report_show(
@@ -105,28 +134,31 @@ def report_show(
     markdown: bool,
     header: bool,
     key_path: str | None,
+    keys_dir: str | None,
     allow_unsigned: bool,
     allow_untrusted: bool,
 ) -> None:
     """Show report files as a terminal table, or as Markdown table rows (rig, engine,
-    model/quant, spec, narrative and code decode TPS, TTFT, notes). The signature is checked
-    as by `kit report verify`: exit 1 on an invalid, untrusted or unsigned one unless allowed.
+    model/quant, spec, narrative and code decode TPS, TTFT, notes). Every signature is checked
+    first, as by `kit report verify`, before anything is printed: exit 1 on an invalid,
+    untrusted or unsigned one unless allowed (then each line or row is labelled UNTRUSTED or
+    UNSIGNED).
 
     \b
     Examples:
       kit report show reports/cpu-tiny-*/report.json
-      kit report show --markdown --header reports/*/report.json >> BENCHMARKS.md
+      kit report show --markdown --header examples/reports/*.json --keys examples/keys
       kit report show --allow-untrusted --allow-unsigned downloaded/report.json
     """
     from kit.report.files import ReadPolicy, read_report
     from kit.report.show import markdown_header, markdown_row, show_table
 
-    key = _public_key(key_path)
+    key, trust = _signers(key_path, keys_dir)
     policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
+    read = [read_report(Path(path), key, trust=trust, **policy) for path in paths]
     if markdown and header:
         click.echo(markdown_header())
-    for i, path in enumerate(paths):
-        loaded, check = read_report(Path(path), key, trust=_trust(key), **policy)
+    for i, (loaded, check) in enumerate(read):
         if markdown:
             click.echo(markdown_row(loaded, check))
         else:
@@ -146,6 +178,7 @@ def report_show(
     "--force", is_flag=True, help="Compare even when model, quantization or protocol differ."
 )
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@_keys
 @_allow_unsigned
 @_allow_untrusted
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
@@ -162,6 +195,7 @@ def report_compare(
     reference: str | None,
     force: bool,
     key_path: str | None,
+    keys_dir: str | None,
     allow_unsigned: bool,
     allow_untrusted: bool,
     as_json: bool,
@@ -171,9 +205,12 @@ def report_compare(
     """Deltas per metric (B - A) with noise bands, after checking that the runs are
     comparable: model, quantization or protocol differences refuse (exit 1) unless --force;
     hardware, engine, serving or patch differences are warnings. Both signatures are checked
-    as by `kit report verify`: exit 1 on an invalid, untrusted or unsigned one unless allowed.
+    as by `kit report verify`: exit 1 on an invalid, untrusted or unsigned one unless allowed
+    (then that side's every figure is labelled UNTRUSTED or UNSIGNED).
     With B, the exit code follows the verdict on B as a re-run of A: 0 REPRODUCED, 1 NOT
-    COMPARABLE, 4 DIFFERENT (see --fail-on), 5 INCONCLUSIVE.
+    COMPARABLE, 4 DIFFERENT (see --fail-on), 5 INCONCLUSIVE. With --reference RECIPE whose
+    reference has load points (`kit import`), A's points are judged label by label against
+    them, and the exit code follows that verdict the same way.
 
     \b
     Examples:
@@ -192,31 +229,32 @@ def report_compare(
             "compare needs a second report B or --reference RECIPE, not both or neither",
             hint="kit report compare A B, or kit report compare A --reference RECIPE",
         )
-    from kit.report.show import UNTRUSTED, comparison_text
+    from kit.report.show import comparison_text, side_labels
 
-    key = _public_key(key_path)
+    key, trust = _signers(key_path, keys_dir)
     policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
-    first, check_a = read_report(Path(a), key, trust=_trust(key), **policy)
-    untrusted = set()
+    first, check_a = read_report(Path(a), key, trust=trust, **policy)
     if b is not None:
-        second, check_b = read_report(Path(b), key, trust=_trust(key), **policy)
+        second, check_b = read_report(Path(b), key, trust=trust, **policy)
         result = compare_reports(first, second, force=force)
-        untrusted = {s for s, c in (("A", check_a), ("B", check_b)) if c.untrusted}
+        sides: list[Any] = [(first, check_a), (second, check_b)]
     else:  # the run is B, the reference A
         result = compare_with_reference(first, str(reference), force=force)
-        untrusted = {"B"} if check_a.untrusted else set()
+        sides = [None, (first, check_a)]
+    labels = side_labels([s[1] if s is not None else None for s in sides])
     if html_path:
         from kit.report.html.compare import write_compare_page
 
-        sides = [(first, check_a), (second, check_b)] if b is not None else [None, (first, check_a)]
         write_compare_page(result, sides, Path(html_path))
     if as_json:
-        labels = {s.lower(): f"{UNTRUSTED} {getattr(result, s.lower())}" for s in untrusted}
-        click.echo(result.model_copy(update=labels).model_dump_json(indent=2))
+        named = {s.lower(): f"{label} {getattr(result, s.lower())}" for s, label in labels.items()}
+        click.echo(result.model_copy(update=named).model_dump_json(indent=2))
     else:
-        click.echo(comparison_text(result, frozenset(untrusted)))
+        click.echo(comparison_text(result, labels))
     if result.verdict is not None:
         exit_by_verdict(result.verdict, fail_on)
+    elif result.points is not None:
+        exit_by_verdict(result.points, fail_on)
 
 
 @report.command("html")
@@ -226,13 +264,20 @@ def report_compare(
     "--output",
     "output",
     type=click.Path(dir_okay=False),
-    help="HTML file to write (default: report.html beside the report).",
+    help="HTML file to write (default: beside the report, named after it: NAME.json -> "
+    "NAME.html, NAME.report.json -> NAME.report.html).",
 )
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
+@_keys
 @_allow_unsigned
 @_allow_untrusted
 def report_html(
-    path: str, output: str | None, key_path: str | None, allow_unsigned: bool, allow_untrusted: bool
+    path: str,
+    output: str | None,
+    key_path: str | None,
+    keys_dir: str | None,
+    allow_unsigned: bool,
+    allow_untrusted: bool,
 ) -> None:
     """Write one self-contained HTML page for a report: verdict, rig, decode and TTFT per run,
     prefill probe, spec-decode acceptance, GPU timeline, load sweep, provenance. It opens
@@ -247,12 +292,12 @@ def report_html(
       kit report html --allow-untrusted downloaded/report.json
     """
     from kit.report.files import ReadPolicy, read_report
-    from kit.report.html import HTML_FILE, write_html
+    from kit.report.html import html_path, write_html
 
-    key = _public_key(key_path)
+    key, trust = _signers(key_path, keys_dir)
     policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
-    loaded, check = read_report(Path(path), key, trust=_trust(key), **policy)
-    out = Path(output) if output else Path(path).parent / HTML_FILE
+    loaded, check = read_report(Path(path), key, trust=trust, **policy)
+    out = Path(output) if output else html_path(Path(path))
     click.echo(str(write_html(loaded, check, out)))
 
 

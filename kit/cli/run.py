@@ -211,9 +211,10 @@ def bench(
 )
 def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | None) -> None:
     """Check every pin and resource a run needs, before any download, build or quantization:
-    a table of what was checked on stdout; every problem at once on stderr. Exit 2 when the
-    recipe is at fault (a missing pin), 3 when the machine is (GPUs, memory, disk, CPU).
-    `kit reproduce` runs the same checks first.
+    a table on stdout (each item ok, FAILED or not checked, then the hints of those not checked
+    and how many), every problem at once on stderr. Exit 2 when the recipe is at fault (a
+    missing pin), 3 when the machine is (GPUs, memory, disk, CPU); items not checked (a size
+    not known offline) fail nothing. `kit reproduce` runs the same checks first.
 
     \b
     Examples:
@@ -221,13 +222,13 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | No
       kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --rig 2x24
       kit preflight recipes/cpu-tiny.yaml
     """
-    from kit.preflight import assumed_rig, checks, table
-    from kit.preflight import preflight as run_preflight
+    from kit.preflight import assumed_rig, checks, refuse, table
 
     loaded = load_recipe(path, overrides)
     cards = assumed_rig(rig) if rig else None
-    click.echo(table(checks(loaded, runtime, cards)))
-    run_preflight(loaded, runtime, cards)
+    items = checks(loaded, runtime, cards)
+    click.echo(table(items))
+    refuse(loaded, items)
 
 
 @click.command("reproduce")

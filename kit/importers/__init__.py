@@ -14,6 +14,7 @@ from kit.base import FrozenModel
 from kit.errors import BadInputError
 from kit.importers import aiperf, guidellm, llmperf, mlperf, sglang, vllm_bench
 from kit.importers.parse import Parsed, Reader, parse_file
+from kit.importers.pins import open_pins
 from kit.importers.schema import Imported, ImportedPoint, OpenPin
 from kit.importers.to_recipe import recipe_text, write_recipe
 
@@ -82,8 +83,8 @@ def _usable(path: Path, imported: Imported) -> None:
 
 
 def read_file(path: str | Path) -> Imported:
-    """Read a result file of another tool: :class:`Imported`, or a BadInputError naming the
-    file and what was expected."""
+    """Read a result file of another tool: :class:`Imported`, with its tool's definitions and
+    its open pins, or a BadInputError naming the file and what was expected."""
     p = Path(path)
     reader = detect(p)
     try:
@@ -99,7 +100,9 @@ def read_file(path: str | Path) -> Imported:
             hint=f"expected {reader.reads}, as the tool wrote it",
         ) from exc
     _usable(p, imported)
-    return imported
+    # what every reader's result has of its tool, and what the file leaves open, in one place
+    done = imported.model_copy(update={"definitions": dict(reader.definitions)})
+    return done.model_copy(update={"open_pins": open_pins(done)})
 
 
 class ImportedRecipe(FrozenModel):

@@ -23,14 +23,20 @@ from kit.importers.parse import (
     point_label,
     shown_name,
 )
-from kit.importers.pins import open_pins
 from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, Workload
-from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
-DEFINITIONS = {
-    "ttft_ms": "AIPerf time_to_first_token: to the first response with content",
-    "tpot_ms": "AIPerf inter_token_latency: per request (latency - TTFT) / (output tokens - 1)",
-    "itl_ms": "AIPerf inter_chunk_latency: gaps between streamed chunks",
+DEFINITIONS: dict[PointFigure, Definition] = {
+    "ttft_ms": Definition(
+        kit="ttft_ms", text="AIPerf time_to_first_token: to the first response with content"
+    ),
+    "tpot_ms": Definition(
+        kit="tpot_ms",
+        text="AIPerf inter_token_latency: per request (latency - TTFT) / (output tokens - 1)",
+    ),
+    "itl_ms": Definition(
+        kit="itl_ms", text="AIPerf inter_chunk_latency: gaps between streamed chunks"
+    ),
 }
 SECOND_TOKEN = "AIPerf time_to_second_token"
 CSV_HEADER = "Metric,avg,"
@@ -240,15 +246,6 @@ def _read_json(path: Path, doc: Fields) -> Imported:
         hub_repo=repo,
         workload=workload,
         points=[point],
-        definitions=DEFINITIONS,
-        open_pins=open_pins(
-            model=model,
-            hub_repo=repo,
-            engine=None,
-            hardware=None,
-            workload=workload,
-            load_known=load is not None,
-        ),
         warnings=warnings,
         notes=notes,
     )
@@ -352,15 +349,6 @@ def _read_csv(path: Path, text: str) -> Imported:
         layout="profile_export_aiperf.csv",
         workload=workload,
         points=[point],
-        definitions=DEFINITIONS,
-        open_pins=open_pins(
-            model=None,
-            hub_repo=None,
-            engine=None,
-            hardware=None,
-            workload=workload,
-            load_known=False,
-        ),
         warnings=[
             "the CSV holds figures only (rounded to 2 decimals): no model, load, dataset or "
             "AIPerf version; profile_export_aiperf.json beside it has them"
@@ -381,4 +369,5 @@ READER = Reader(
     reads="AIPerf profile_export_aiperf.json (schema 1.x) or profile_export_aiperf.csv",
     detect=detect,
     read=read,
+    definitions=DEFINITIONS,
 )

@@ -24,18 +24,25 @@ from kit.importers.parse import (
     shown_name,
     stats,
 )
-from kit.importers.pins import open_pins
 from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, PerRequest, Workload
-from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
 VERSIONS = (1, 2)
 TPOT_E2E = "guidellm time_per_output_token_ms (latency / output tokens, TTFT included)"
-DEFINITIONS = {
-    "tpot_ms": "guidellm inter_token_latency_ms: per request (latency - TTFT) / (output tokens "
-    "- 1), kit's TPOT",
-    "itl_ms": "guidellm has no per-chunk ITL",
-    "output_tps": "guidellm output_tokens_per_second, its successful requests' mean rate",
-    "ttft_ms": "guidellm time_to_first_token_ms: to the first streamed token",
+DEFINITIONS: dict[PointFigure, Definition] = {
+    "tpot_ms": Definition(
+        kit="tpot_ms",
+        text="guidellm inter_token_latency_ms: per request (latency - TTFT) / (output tokens "
+        "- 1), kit's TPOT",
+    ),
+    "itl_ms": Definition(kit=None, text="guidellm has no per-chunk ITL"),
+    "output_tps": Definition(
+        kit="output_tps",
+        text="guidellm output_tokens_per_second, its successful requests' mean rate",
+    ),
+    "ttft_ms": Definition(
+        kit="ttft_ms", text="guidellm time_to_first_token_ms: to the first streamed token"
+    ),
 }
 
 
@@ -330,15 +337,6 @@ def read(path: Path) -> Imported:
         hub_repo=repo,
         workload=workload,
         points=points,
-        definitions=DEFINITIONS,
-        open_pins=open_pins(
-            model=model,
-            hub_repo=repo,
-            engine=None,
-            hardware=None,
-            workload=workload,
-            load_known=all(p.load is not None for p in points),
-        ),
         warnings=warnings,
         notes=notes,
     )
@@ -365,4 +363,5 @@ READER = Reader(
     reads="guidellm benchmarks.json (report metadata.version 1 or 2)",
     detect=detect,
     read=read,
+    definitions=DEFINITIONS,
 )

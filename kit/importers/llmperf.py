@@ -23,16 +23,21 @@ from kit.importers.parse import (
     point_label,
     stats,
 )
-from kit.importers.pins import open_pins
 from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, PerRequest, Workload
-from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
 ITL_E2E = "llmperf inter_token_latency (every gap, TTFT included, / output tokens)"
-DEFINITIONS = {
-    "ttft_ms": "LLMPerf ttft_s: to the first streamed chunk",
-    "itl_ms": "LLMPerf inter_token_latency_s is latency / output tokens (TTFT included): "
-    "kept apart, neither kit's TPOT nor its ITL",
-    "output_tokens": "LLMPerf counts output tokens with a Llama tokenizer, whatever the model",
+DEFINITIONS: dict[PointFigure, Definition] = {
+    "ttft_ms": Definition(kit="ttft_ms", text="LLMPerf ttft_s: to the first streamed chunk"),
+    "itl_ms": Definition(
+        kit=None,
+        text="LLMPerf inter_token_latency_s is latency / output tokens (TTFT included): "
+        "kept apart, neither kit's TPOT nor its ITL",
+    ),
+    "output_tps": Definition(
+        kit=None,
+        text="LLMPerf counts output tokens with a Llama tokenizer, whatever the model",
+    ),
 }
 _RECORD_KEYS = ("ttft_s", "end_to_end_latency_s", "number_output_tokens")
 
@@ -115,15 +120,6 @@ def _read_records(path: Path, records: list[Any]) -> Imported:
         layout="individual_responses.json (request records)",
         points=[point],
         workload=workload,
-        definitions=DEFINITIONS,
-        open_pins=open_pins(
-            model=None,
-            hub_repo=None,
-            engine=None,
-            hardware=None,
-            workload=workload,
-            load_known=False,
-        ),
         warnings=[
             "request records only: no model, concurrency or throughput (the *_summary.json "
             "beside it has them); figures computed from the records"
@@ -216,16 +212,7 @@ def _read_summary(path: Path, doc: Fields) -> Imported:
         engine=f"{framework} (hosted API)" if framework else None,
         workload=workload,
         points=[point],
-        definitions=DEFINITIONS,
         reference_only=reference_only,
-        open_pins=open_pins(
-            model=model,
-            hub_repo=repo,
-            engine=None,
-            hardware=None,
-            workload=workload,
-            load_known=load is not None,
-        ),
         warnings=warnings,
         notes=notes,
     )
@@ -244,4 +231,5 @@ READER = Reader(
     reads="LLMPerf *_summary.json or *_individual_responses.json",
     detect=detect,
     read=read,
+    definitions=DEFINITIONS,
 )

@@ -14,19 +14,29 @@ from pathlib import Path
 
 from kit.errors import BadInputError
 from kit.importers.parse import Parsed, Reader, latency, parse_file, point_label
-from kit.importers.pins import open_pins
 from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, Workload
-from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
 BANNER = "MLPerf Results Summary"
 NS = 1e-6  # ns -> ms
-DEFINITIONS = {
-    "ttft_ms": "MLPerf first token latency: from the query's issue to the first token the "
-    "SUT reports, in ns",
-    "tpot_ms": "MLPerf time to output token: per sample (latency - first token latency) / "
-    "(output tokens - 1), in ns",
-    "e2e_ms": "MLPerf latency: from the query's issue to its completion, in ns",
-    "output_tps": "MLPerf (completed) tokens per second: output tokens of the completed samples",
+DEFINITIONS: dict[PointFigure, Definition] = {
+    "ttft_ms": Definition(
+        kit=None,
+        text="MLPerf first token latency: from the query's issue to the first token the "
+        "SUT reports, in ns",
+    ),
+    "tpot_ms": Definition(
+        kit=None,
+        text="MLPerf time to output token: per sample (latency - first token latency) / "
+        "(output tokens - 1), in ns",
+    ),
+    "e2e_ms": Definition(
+        kit="e2e_ms", text="MLPerf latency: from the query's issue to its completion, in ns"
+    ),
+    "output_tps": Definition(
+        kit="output_tps",
+        text="MLPerf (completed) tokens per second: output tokens of the completed samples",
+    ),
 }
 _LINE = re.compile(r"^\s*([^:*]+?)\s*:\s*(\S.*?)\s*$")
 
@@ -140,18 +150,7 @@ def read(path: Path) -> Imported:
         model=None,
         workload=workload,
         points=[point],
-        definitions=DEFINITIONS,
         reference_only="an MLPerf LoadGen run (its sample set and run rules are LoadGen's)",
-        open_pins=[
-            *open_pins(
-                model=None,
-                hub_repo=None,
-                engine=None,
-                hardware=None,
-                workload=workload,
-                load_known=load is not None,
-            ),
-        ],
         warnings=[
             *warnings,
             f"MLPerf LoadGen {scenario} run (SUT {sut!r}): reference-only, kit's traffic does "
@@ -166,4 +165,5 @@ READER = Reader(
     reads="MLPerf Inference mlperf_log_summary.txt",
     detect=detect,
     read=read,
+    definitions=DEFINITIONS,
 )

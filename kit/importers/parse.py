@@ -15,7 +15,7 @@ from typing import Any
 from kit.errors import BadInputError
 from kit.importers.schema import Imported, ImportedLoad, Stats
 from kit.paths import FileTooLarge, NotRegularFile, read_regular
-from kit.recipe.figures import LatencyFigures
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure
 from kit.recipe.patterns import load_class
 
 MAX_BYTES = 256 * 1024 * 1024  # a guidellm report with every request record stays far below
@@ -237,13 +237,14 @@ def shown_model(name: str | None) -> str:
 
 @dataclass(frozen=True)
 class Reader:
-    """One tool's reader: its name, what it reads (for the error on an unknown file), and
-    its two functions."""
+    """One tool's reader: its name, what it reads (for the error on an unknown file), its
+    two functions, and how the tool defines its figures against kit's."""
 
     tool: str
     reads: str
     detect: Callable[[Path, Parsed], bool]
     read: Callable[[Path], Imported]
+    definitions: Mapping[PointFigure, Definition]
 
 
 def point_label(load: ImportedLoad | None, index: int) -> str:

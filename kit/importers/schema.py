@@ -12,9 +12,9 @@ from typing import Literal
 from pydantic import Field
 
 from kit.base import FrozenModel
-from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
-VERSION = 1
+VERSION = 2
 
 
 class Stats(FrozenModel):
@@ -102,7 +102,7 @@ class OpenPin(FrozenModel):
 class Imported(FrozenModel):
     """A result file of another tool, read."""
 
-    version: Literal[1] = Field(1, description="This model's version (VERSION).")
+    version: Literal[2] = Field(2, description="This model's version (VERSION).")
     file: str = Field(description="The file's name.")
     tool: str = Field(description="The tool that wrote it, e.g. 'vllm bench serve'.")
     layout: str = Field(description="The layout detected (the schema version, or the era).")
@@ -113,20 +113,27 @@ class Imported(FrozenModel):
         None, description="A hub repository id for the model, where the file names one."
     )
     engine: str | None = Field(None, description="The serving engine and version, if stated.")
+    quantization: str | None = Field(
+        None, description="The served model's quantization, if stated ('none' for none)."
+    )
     hardware: str | None = Field(None, description="The hardware, if stated.")
     workload: Workload = Field(default_factory=Workload, description="What it sent.")
     server_args: list[str] = Field(
         default_factory=list, description="Serving flags the file states, as vLLM arguments."
     )
     points: list[ImportedPoint] = Field(description="Its measured points, in file order.")
-    definitions: dict[str, str] = Field(
+    definitions: dict[PointFigure, Definition] = Field(
         default_factory=dict,
-        description="How the tool defines a figure, where kit's differs (by figure name).",
+        description="How the tool defines its figures (by figure name): the figure of kit's "
+        "points each is compared with, or none (not comparable). Its reader's.",
     )
     reference_only: str | None = Field(
         None, description="Why kit cannot re-run it as kit traffic (None: it can)."
     )
-    open_pins: list[OpenPin] = Field(default_factory=list, description="What the file leaves.")
+    open_pins: list[OpenPin] = Field(
+        default_factory=list,
+        description="What the file leaves open (kit.importers.pins, from the fields above).",
+    )
     warnings: list[str] = Field(default_factory=list, description="Edge cases found.")
     notes: list[str] = Field(
         default_factory=list, description="How each carried value was read or defaulted."

@@ -22,16 +22,20 @@ from kit.importers.parse import (
     parse_file,
     point_label,
 )
-from kit.importers.pins import open_pins
-from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, OpenPin, Workload
-from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, Workload
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
-DEFINITIONS = {
-    "ttft_ms": "SGLang: to the first streamed chunk with text",
-    "tpot_ms": "SGLang: per request (latency - TTFT) / (output tokens - 1)",
-    "itl_ms": "SGLang: gaps between streamed chunks",
-    "output_tokens": "SGLang counts the server's output tokens; total_output_tokens_retokenized "
-    "re-tokenises the text with the client's tokenizer",
+DEFINITIONS: dict[PointFigure, Definition] = {
+    "ttft_ms": Definition(kit="ttft_ms", text="SGLang: to the first streamed chunk with text"),
+    "tpot_ms": Definition(
+        kit="tpot_ms", text="SGLang: per request (latency - TTFT) / (output tokens - 1)"
+    ),
+    "itl_ms": Definition(kit="itl_ms", text="SGLang: gaps between streamed chunks"),
+    "output_tps": Definition(
+        kit="output_tps",
+        text="SGLang counts the server's output tokens; total_output_tokens_retokenized "
+        "re-tokenises the text with the client's tokenizer",
+    ),
 }
 
 
@@ -210,22 +214,6 @@ def read(path: Path) -> Imported:
     workload = _workload(first, notes)
     repo = hub_id(model)
     disaggregated = info is not None and bool(info.items("prefill"))
-    pins = open_pins(
-        model=model,
-        hub_repo=repo,
-        engine=None,
-        hardware=None,
-        workload=workload,
-        load_known=all(p.load is not None for p in points),
-        quantization=str(quant or "none") if server is not None else None,
-    )
-    if engine is not None:  # stated, but SGLang's: a kit recipe pins a vLLM build
-        pins = [
-            OpenPin(field=p.field, reason=f"{engine} served it; kit serves with vLLM")
-            if p.field == "server.engine"
-            else p
-            for p in pins
-        ]
     return Imported(
         file=path.name,
         tool="sglang bench_serving",
@@ -233,11 +221,10 @@ def read(path: Path) -> Imported:
         model=model,
         hub_repo=repo,
         engine=engine,
+        quantization=str(quant or "none") if server is not None else None,
         workload=workload,
         points=points,
-        definitions=DEFINITIONS,
         reference_only="prefill/decode disaggregated serving" if disaggregated else None,
-        open_pins=pins,
         warnings=warnings,
         notes=notes,
     )
@@ -248,4 +235,5 @@ READER = Reader(
     reads="SGLang `python -m sglang.bench_serving --output-file` JSONL",
     detect=detect,
     read=read,
+    definitions=DEFINITIONS,
 )

@@ -174,7 +174,6 @@ def _reference(imp: Imported) -> dict[str, Any]:
     notes = [f"Imported by kit import ({imp.layout})."]
     if imp.reference_only:
         notes.append(f"Reference-only: {imp.reference_only}.")
-    notes += [f"{name}: {text}." for name, text in imp.definitions.items()]
     for p in imp.points:
         for name, fig in p.other.items():
             shown = ", ".join(f"{k} {v:.4g}" for k, v in fig.model_dump().items() if v is not None)
@@ -193,6 +192,10 @@ def _reference(imp: Imported) -> dict[str, Any]:
     ref["tool"] = tool
     ref["notes"] = " ".join(notes)
     ref["points"] = points
+    if imp.definitions:
+        ref["definitions"] = {k: d.model_dump(mode="json") for k, d in imp.definitions.items()}
+    if imp.reference_only:
+        ref["reference_only"] = imp.reference_only
     return ref
 
 

@@ -25,20 +25,24 @@ from kit.importers.parse import (
     shown_name,
     stats,
 )
-from kit.importers.pins import open_pins
 from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, PerRequest, Workload
-from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
 TOOL = "vllm bench serve"
 # the keys every layout has, the truncated vllm-ascend one included
 _KEYS = ("backend", "model_id", "num_prompts", "request_rate")
 _FIGURES = ("mean_ttft_ms", "output_throughput", "request_throughput")
 
-DEFINITIONS = {
-    "ttft_ms": "vLLM: to the first streamed chunk with choices, text or not (kit's "
-    "first_chunk_ms); kit's ttft_ms ends at the first chunk with text",
-    "tpot_ms": "vLLM: per request, (latency - TTFT) / (output tokens - 1), as kit's",
-    "itl_ms": "vLLM: gaps between streamed chunks, as kit's",
+DEFINITIONS: dict[PointFigure, Definition] = {
+    "ttft_ms": Definition(
+        kit="first_chunk_ms",
+        text="vLLM: to the first streamed chunk with choices, text or not (kit's "
+        "first_chunk_ms); kit's ttft_ms ends at the first chunk with text",
+    ),
+    "tpot_ms": Definition(
+        kit="tpot_ms", text="vLLM: per request, (latency - TTFT) / (output tokens - 1), as kit's"
+    ),
+    "itl_ms": Definition(kit="itl_ms", text="vLLM: gaps between streamed chunks, as kit's"),
 }
 
 
@@ -249,15 +253,6 @@ def read(path: Path) -> Imported:
         hub_repo=repo,
         workload=workload,
         points=points,
-        definitions=DEFINITIONS,
-        open_pins=open_pins(
-            model=model,
-            hub_repo=repo,
-            engine=None,
-            hardware=None,
-            workload=workload,
-            load_known=all(p.load is not None for p in points),
-        ),
         server_args=_server_args(first, notes),
         warnings=warnings,
         notes=notes,
@@ -270,4 +265,5 @@ READER = Reader(
     "`vllm bench sweep` run file or summary.json list",
     detect=detect,
     read=read,
+    definitions=DEFINITIONS,
 )

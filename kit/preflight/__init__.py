@@ -17,8 +17,12 @@ first step of ``kit reproduce`` in both runtimes):
 - natively, the engine's Python (:mod:`kit.preflight.engine`); in containers, a Docker engine
   this user may use and, for a GPU recipe, its NVIDIA runtime (:mod:`kit.preflight.docker`).
 
-A failed pin is the recipe's fault (exit 2); the rest is the machine's (exit 3). When both
-fail, the recipe's exit code wins: fix the recipe first.
+Each item is ok, a problem, or not checked (a size kit could not learn without a download, a
+CPU flag it could not read), with why and what would let it be checked. A problem in a pin is
+the recipe's fault (exit 2); the rest is the machine's (exit 3). When both fail, the recipe's
+exit code wins: fix the recipe first. Items not checked fail nothing (exit 0 when nothing
+failed), and the output ends with ``N checks not made`` and their hints; ``kit reproduce``
+logs them as warnings. The model's shape (:mod:`kit.preflight.shape`) is derived once a run.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from kit import engine as engine_mod
 from kit.errors import BadInputError, EnvironmentProblem
 from kit.paths import kit_home
 from kit.preflight.autoround import autoround_checks
-from kit.preflight.check import Check, Fault
+from kit.preflight.check import Check, Fault, State
 from kit.preflight.cpu import (
     cpu_isa,
     disk_check,
@@ -47,6 +51,7 @@ from kit.preflight.docker import container_checks
 from kit.preflight.engine import engine_python_check
 from kit.preflight.gpu import Card, Estimate, estimate, visible_cards
 from kit.preflight.pins import pin_checks
+from kit.preflight.shape import ModelShapes, Shape, Unknown, model_shapes
 from kit.recipe import LoadedRecipe, Recipe
 
 log = logging.getLogger(__name__)
@@ -56,6 +61,10 @@ __all__ = [
     "Check",
     "Estimate",
     "Fault",
+    "ModelShapes",
+    "Shape",
+    "State",
+    "Unknown",
     "assumed_rig",
     "checks",
     "disk_check",
@@ -63,16 +72,24 @@ __all__ = [
     "int4_path_check",
     "isa_check",
     "memory_check",
+    "model_shapes",
+    "not_checked",
     "preflight",
+    "refuse",
     "table",
 ]
 
 
 def gpu_checks(
-    recipe: Recipe, cards: list[Card], why: str | None, seen: str = "visible"
+    recipe: Recipe,
+    cards: list[Card],
+    why: str | None,
+    shapes: ModelShapes,
+    seen: str = "visible",
 ) -> list[Check]:
-    """The cards against the recipe: their count, then each one's memory (where estimated).
-    ``seen`` says how the cards are known (``visible`` to NVML, or ``assumed`` with --rig)."""
+    """The cards against the recipe: their count, then each one's memory (where the model's
+    shape is known, ``shapes``). ``seen`` says how the cards are known (``visible`` to NVML, or
+    ``assumed`` with --rig)."""
     need = recipe.server.tensor_parallel_size
     shown = ", ".join(f"{c.name} {c.memory_gib:.0f} GiB" for c in cards) or why or "none"
     out = [
@@ -86,17 +103,19 @@ def gpu_checks(
     ]
     if len(cards) < need:
         return out
-    est = estimate(recipe)
-    if est is None:
-        out.append(
+    target, draft = shapes.target, shapes.draft_params
+    if isinstance(target, Unknown) or isinstance(draft, Unknown):
+        unknown = shapes.unknown()
+        return [
+            *out,
             Check(
                 "gpu memory",
-                True,
-                "not estimated: the model's config.json is not in kit's cache, and the hub "
-                "did not give it (offline, or a revision not pinned)",
-            )
-        )
-        return out
+                None,
+                "not estimated: " + "; ".join(dict.fromkeys(u.why for u in unknown)),
+                "\n".join(dict.fromkeys(u.hint for u in unknown if u.hint)),
+            ),
+        ]
+    est = estimate(recipe, target, draft)
     usable = min(c.memory_gib for c in cards[:need]) * recipe.server.gpu_memory_utilization
     out.append(
         Check(
@@ -133,7 +152,8 @@ def checks(
 ) -> list[Check]:
     """Every preflight item for the recipe on this machine, for ``runtime`` (native, compose);
     ``rig`` stands in for the GPUs NVML shows (:func:`assumed_rig`); ``engine_python`` is the
-    interpreter a native run is given (else ``KIT_ENGINE_PYTHON``, else kit's managed venv)."""
+    interpreter a native run is given (else ``KIT_ENGINE_PYTHON``, else kit's managed venv).
+    The model's shape is derived once here, for every item that sizes something."""
     recipe = loaded.recipe
     gpu = recipe.server.engine.device == "cuda"
     items = pin_checks(loaded, runtime)
@@ -141,15 +161,17 @@ def checks(
         items += container_checks(gpu)
     else:
         items += [engine_python_check(recipe, engine_python), shm_check(shm_free_mib())]
+    shapes = model_shapes(loaded)
     if gpu:
         if rig is not None:
-            items += gpu_checks(recipe, rig, None, "assumed")
-            items += autoround_checks(recipe, rig, None)  # host RAM: not this machine's
+            items += gpu_checks(recipe, rig, None, shapes, "assumed")
+            # host RAM: not this machine's
+            items += autoround_checks(recipe, rig, None, shapes.target)
         else:
             cards, why = visible_cards()
-            items += gpu_checks(recipe, cards, why)
-            items += autoround_checks(recipe, cards, mem_available_gib())
-        return [*items, gpu_disk_check(recipe, kit_home())]
+            items += gpu_checks(recipe, cards, why, shapes)
+            items += autoround_checks(recipe, cards, mem_available_gib(), shapes.target)
+        return [*items, gpu_disk_check(loaded, kit_home(), shapes)]
     model, isa = cpu_isa()
     engine_dir = engine_mod.managed_dir(recipe.server.engine, recipe.server.patches)
     installed = (
@@ -159,16 +181,54 @@ def checks(
         *items,
         isa_check(recipe, model, isa, platform.machine()),
         int4_path_check(recipe, isa),
-        memory_check(recipe, mem_available_gib()),
-        disk_check(recipe, kit_home(), installed),
+        memory_check(recipe, mem_available_gib(), shapes),
+        disk_check(recipe, kit_home(), installed, shapes),
     ]
 
 
+LABELS: dict[State, str] = {"ok": "ok", "problem": "FAILED", "not checked": "not checked"}
+
+
 def table(items: list[Check]) -> str:
-    """What was checked, one line each: ``ok``/``FAILED``, the item, what was found."""
+    """What was checked, one line each (``ok``, ``FAILED`` or ``not checked``, the item, what
+    was found), then :func:`not_checked`'s lines."""
     width = max((len(c.name) for c in items), default=0)
-    lines = [f"{'ok' if c.ok else 'FAILED':6}  {c.name:{width}}  {c.detail}" for c in items]
-    return "\n".join(lines)
+    label = max(len(LABELS[c.state]) for c in items) if items else 0
+    lines = [f"{LABELS[c.state]:{label}}  {c.name:{width}}  {c.detail}" for c in items]
+    return "\n".join([*lines, *not_checked(items)])
+
+
+def not_checked(items: list[Check]) -> list[str]:
+    """The hints of the items not checked, one a line, then ``N checks not made: ...``; nothing
+    when every item was checked. Items not checked fail nothing: the exit code is the
+    problems'."""
+    skipped = [c for c in items if c.state == "not checked"]
+    if not skipped:
+        return []
+    hints = dict.fromkeys(line for c in skipped for line in c.hint.splitlines() if line)
+    names = ", ".join(c.name for c in skipped)
+    count = (
+        f"{len(skipped)} checks not made ({names}): they do not fail preflight; the run may "
+        "still fail on them"
+        if len(skipped) > 1
+        else f"1 check not made ({names}): it does not fail preflight; the run may still fail on it"
+    )
+    return [*(f"hint: {h}" for h in hints), count]
+
+
+def refuse(loaded: LoadedRecipe, items: list[Check]) -> None:
+    """Raise naming every problem among ``items``, their hints one a line: ``BadInputError``
+    (exit 2) when one is the recipe's fault, else ``EnvironmentProblem`` (exit 3). Items not
+    checked fail nothing."""
+    failed = [c for c in items if c.state == "problem"]
+    if failed:
+        error = BadInputError if any(c.fault == "recipe" for c in failed) else EnvironmentProblem
+        hints = (line for c in failed for line in c.hint.splitlines() if line)
+        raise error(
+            f"preflight: {loaded.recipe.name} cannot run here:\n"
+            + "\n".join(f"  {c.name}: {c.detail}" for c in failed),
+            hint="\n".join(dict.fromkeys(hints)),
+        )
 
 
 def preflight(
@@ -177,17 +237,15 @@ def preflight(
     rig: list[Card] | None = None,
     engine_python: str | None = None,
 ) -> list[Check]:
-    """Run the checks; raise naming every failed one: ``BadInputError`` (exit 2) when one is
-    the recipe's fault, else ``EnvironmentProblem`` (exit 3)."""
+    """Run the checks once; log the items not checked (a warning each, with why, and
+    :func:`not_checked`'s lines); raise naming every problem (:func:`refuse`)."""
     items = checks(loaded, runtime, rig, engine_python)
-    for item in items:  # the failures go into the error; passes are for -v / KIT_DEBUG
-        log.debug("preflight: %s: %s: %s", item.name, "ok" if item.ok else "FAILED", item.detail)
-    failed = [c for c in items if not c.ok]
-    if failed:
-        error = BadInputError if any(c.fault == "recipe" for c in failed) else EnvironmentProblem
-        raise error(
-            f"preflight: {loaded.recipe.name} cannot run here:\n"
-            + "\n".join(f"  {c.name}: {c.detail}" for c in failed),
-            hint="; ".join(dict.fromkeys(c.hint for c in failed if c.hint)),
-        )
+    for item in items:  # problems go into the error; passes are for -v / KIT_DEBUG
+        if item.state == "not checked":
+            log.warning("preflight: not checked: %s: %s", item.name, item.detail)
+        else:
+            log.debug("preflight: %s: %s: %s", item.name, LABELS[item.state], item.detail)
+    for line in not_checked(items):
+        log.warning("preflight: %s", line)
+    refuse(loaded, items)
     return items

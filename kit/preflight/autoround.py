@@ -37,7 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kit.preflight.check import Check
-from kit.preflight.gpu import GIB, Card, Shape, model_shape
+from kit.preflight.gpu import GIB, Card
+from kit.preflight.shape import Shape, Unknown
 from kit.recipe import AutoRoundQuantization, Recipe
 from kit.recipe.sources import AutoRoundPlacement
 
@@ -109,26 +110,20 @@ def tuning_cards(placement: AutoRoundPlacement, cards: list[Card]) -> tuple[list
 
 
 def autoround_checks(
-    recipe: Recipe, cards: list[Card], host_available_gib: float | None
+    recipe: Recipe, cards: list[Card], host_available_gib: float | None, shape: Shape | Unknown
 ) -> list[Check]:
     """The quantization stage against the cards it tunes on (and host RAM, where this machine
-    is the one that will run it: ``host_available_gib`` None skips that item). Nothing for a
-    recipe that serves a checkpoint as published, quantizes on the CPU, or rounds to nearest
-    without tuning (iters 0: one block's weights on the card)."""
+    is the one that will run it: ``host_available_gib`` None skips that item), for a model of
+    ``shape`` (:func:`kit.preflight.shape.model_shapes`). Nothing for a recipe that serves a
+    checkpoint as published, quantizes on the CPU, or rounds to nearest without tuning (iters
+    0: one block's weights on the card)."""
     q = recipe.quantization
     if not isinstance(q, AutoRoundQuantization) or q.device == "cpu" or q.iters == 0:
         return []
     if not cards:
         return []  # the gpus item already failed
-    shape = model_shape(recipe)
-    if shape is None:
-        return [
-            Check(
-                "autoround memory",
-                True,
-                "not estimated: the model's shape is not known without a download",
-            )
-        ]
+    if isinstance(shape, Unknown):
+        return [Check("autoround memory", None, f"not estimated: {shape.why}", shape.hint)]
     placement = q.placement or AutoRoundPlacement()
     used, missing = tuning_cards(placement, cards)
     fix = (

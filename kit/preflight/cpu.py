@@ -5,6 +5,9 @@
   an AVX2-only CPU needs a patch series that ``provides: cpu-w4a16-without-avx512``;
 - memory available for the engine's KV cache, the model and the engine itself;
 - free disk under ``$KIT_HOME`` for the engine venv, the model and its quantized copy.
+
+Where the model's size is not known (:mod:`kit.preflight.shape`), memory and disk are not
+checked unless the rest does not fit already.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from kit import patches
 from kit.paths import display_path
 from kit.preflight.check import Check
 from kit.preflight.disk import free_gib
+from kit.preflight.shape import ModelShapes, Unknown
 from kit.probe import isa_level, parse_cpuinfo
-from kit.recipe import AutoRoundQuantization, Recipe, SyntheticModel
+from kit.recipe import AutoRoundQuantization, Recipe
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +62,11 @@ def mem_available_gib() -> float | None:
     return None
 
 
-def _model_gib(recipe: Recipe) -> float:
-    """The served model's size, where the recipe says (a synthetic shape); 0 when unknown."""
-    if not isinstance(recipe.model, SyntheticModel):
-        return 0.0
-    shape = recipe.model.shape
-    attn = shape.hidden_size * shape.head_dim * (2 * shape.num_attention_heads)
-    attn += shape.hidden_size * shape.head_dim * (2 * shape.num_key_value_heads)
-    mlp = 3 * shape.hidden_size * shape.intermediate_size
-    params = shape.num_hidden_layers * (attn + mlp) + 2 * shape.vocab_size * shape.hidden_size
-    return params * 2 / GIB  # bf16 (the torch W4A16 path holds it dense)
+def _model_gib(shapes: ModelShapes) -> float | Unknown:
+    """The served model in bf16 (the torch W4A16 path holds it dense), or why not known."""
+    if isinstance(shapes.target, Unknown):
+        return shapes.target
+    return shapes.target.params() * 2 / GIB
 
 
 def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check:
@@ -75,9 +74,9 @@ def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check
     level = isa_level(isa)
     where = f"{model or 'this CPU'} ({level})"
     if machine not in ("x86_64", "AMD64"):
-        return Check("cpu-isa", True, f"{where}: not an x86-64 CPU, ISA not checked")
+        return Check("cpu-isa", None, f"{where}: not an x86-64 CPU, ISA not checked")
     if not isa:
-        return Check("cpu-isa", True, "no CPU flags readable (/proc/cpuinfo): ISA not checked")
+        return Check("cpu-isa", None, "no CPU flags readable (/proc/cpuinfo): ISA not checked")
     if "avx2" not in isa:
         return Check(
             "cpu-isa",
@@ -162,7 +161,7 @@ def int4_path_check(recipe: Recipe, isa: list[str]) -> Check:
     return Check("int4-path", True, f"{path}{note}")
 
 
-def memory_check(recipe: Recipe, available_gib: float | None) -> Check:
+def memory_check(recipe: Recipe, available_gib: float | None, shapes: ModelShapes) -> Check:
     raw = recipe.server.env.get("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_KV_GIB))
     try:
         kv = float(raw)
@@ -173,31 +172,35 @@ def memory_check(recipe: Recipe, available_gib: float | None) -> Check:
             f"server.env.VLLM_CPU_KVCACHE_SPACE={raw!r} is not a number of GiB",
             'set it to the KV cache size in GiB, e.g. "1"',
         )
-    need = kv + _model_gib(recipe) + ENGINE_RSS_GIB
+    model = _model_gib(shapes)
+    need = kv + ENGINE_RSS_GIB + (0.0 if isinstance(model, Unknown) else model)
     if available_gib is None:
-        return Check("memory", True, f"needs about {need:.1f} GiB; MemAvailable not readable")
+        return Check("memory", None, f"needs about {need:.1f} GiB; MemAvailable not readable")
     detail = f"{available_gib:.1f} GiB available, about {need:.1f} GiB needed"
-    detail += f" (KV cache {kv:g} GiB + model + engine)"
-    return Check(
-        "memory",
-        available_gib >= need,
-        detail,
-        "free memory, or lower server.env.VLLM_CPU_KVCACHE_SPACE",
-    )
+    if isinstance(model, Unknown):
+        detail += f" besides the model (KV cache {kv:g} GiB + engine); not sized: {model.why}"
+        if available_gib >= need:
+            return Check("memory", None, detail, model.hint)
+    else:
+        detail += f" (KV cache {kv:g} GiB + model + engine)"
+    fix = "free memory, or lower server.env.VLLM_CPU_KVCACHE_SPACE"
+    return Check("memory", available_gib >= need, detail, fix)
 
 
-def disk_check(recipe: Recipe, home: Path, engine_installed: bool) -> Check:
-    need = _model_gib(recipe) * 2 + BUILD_SCRATCH_GIB
+def disk_check(recipe: Recipe, home: Path, engine_installed: bool, shapes: ModelShapes) -> Check:
+    model = _model_gib(shapes)
+    need = BUILD_SCRATCH_GIB + (0.0 if isinstance(model, Unknown) else model * 2)
     if not engine_installed:
         need += ENGINE_VENV_GIB
-
     free = free_gib(home)
+    detail = f"{free:.1f} GiB free for {display_path(home)}, about {need:.1f} GiB needed"
+    detail += "" if engine_installed else " (the engine venv is not installed yet)"
+    if isinstance(model, Unknown):
+        detail += f" besides the model; not sized: {model.why}"
+        if free >= need:
+            return Check("disk", None, detail, model.hint)
     return Check(
-        "disk",
-        free >= need,
-        f"{free:.1f} GiB free for {display_path(home)}, about {need:.1f} GiB needed"
-        + ("" if engine_installed else " (the engine venv is not installed yet)"),
-        "free disk space, or point KIT_HOME at a larger disk",
+        "disk", free >= need, detail, "free disk space, or point KIT_HOME at a larger disk"
     )
 
 
@@ -213,7 +216,7 @@ def shm_check(free_mib: float | None) -> Check:
     """Room in /dev/shm for the engine's shared-memory queues (native runs: in containers kit
     sizes it, KIT_SHM_SIZE)."""
     if free_mib is None:
-        return Check("shm", True, "/dev/shm is not there to check (the engine may refuse)")
+        return Check("shm", None, "/dev/shm is not there to check (the engine may refuse)")
     return Check(
         "shm",
         free_mib >= SHM_NEED_MIB,

@@ -8,8 +8,9 @@ cached already), plus the quantized checkpoint AutoRound writes, against the fre
                        is known; else the model's download x bits / 16 (a bf16 source)
 
 A synthetic model is generated instead of downloaded: its bf16 size counts as the download.
-Where the hub does not answer (offline, unpinned), the check says what it could not size and
-passes: a preflight does not refuse what it cannot know.
+Where the hub does not answer (offline, unpinned), the check is not made: it says what it could
+not size, and fails only when what it could size does not fit already (a preflight does not
+refuse what it cannot know, nor call it ok).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from pathlib import Path
 from kit.paths import display_path
 from kit.preflight import hub
 from kit.preflight.check import Check
-from kit.preflight.gpu import GIB, estimate, model_shape
-from kit.recipe import AutoRoundQuantization, Recipe, SyntheticModel
+from kit.preflight.gpu import GIB, estimate
+from kit.preflight.shape import ModelShapes, Shape
+from kit.recipe import AutoRoundQuantization, LoadedRecipe, SyntheticModel
 from kit.recipe.sources import HubModel
 
 SCRATCH_GIB = 1.0
@@ -35,10 +37,16 @@ def free_gib(home: Path) -> float:
     return shutil.disk_usage(probe).free / GIB
 
 
-def gpu_disk_check(recipe: Recipe, home: Path, free: float | None = None) -> Check:
+def gpu_disk_check(
+    loaded: LoadedRecipe, home: Path, shapes: ModelShapes, free: float | None = None
+) -> Check:
+    """The downloads and the quantized output against free disk under ``home``; not checked
+    where a size is not known and what is known fits."""
+    recipe = loaded.recipe
     free = free_gib(home) if free is None else free
     parts: list[str] = []
     unknown: list[str] = []
+    hints: list[str] = []
     download = 0.0
     model_download: float | None = None
     sources = [("model", recipe.model), ("draft", recipe.speculative.draft)]
@@ -47,6 +55,7 @@ def gpu_disk_check(recipe: Recipe, home: Path, free: float | None = None) -> Che
             files, why = hub.repo_files(spec)
             if files is None:
                 unknown.append(f"{role} {spec.repo_id} ({why})")
+                hints.append(hub.fix(why, display_path(loaded.path)))
                 continue
             size = files.to_download / GIB
             download += size
@@ -55,32 +64,35 @@ def gpu_disk_check(recipe: Recipe, home: Path, free: float | None = None) -> Che
             cached = " cached" if files.to_download == 0 else ""
             parts.append(f"{role} {files.total_bytes / GIB:.1f} GiB{cached}")
         elif role == "model" and isinstance(spec, SyntheticModel):
-            shape = model_shape(recipe)
-            if shape is not None:
-                model_download = shape.params() * 2 / GIB
+            if isinstance(shapes.target, Shape):
+                model_download = shapes.target.params() * 2 / GIB
                 download += model_download
                 parts.append(f"synthetic model {model_download:.1f} GiB")
     quantized = 0.0
     quant = recipe.quantization
     if isinstance(quant, AutoRoundQuantization):
-        est = estimate(recipe)
-        if est is not None:
+        if isinstance(shapes.target, Shape):
+            est = estimate(recipe, shapes.target, 0)
             quantized = est.weights * recipe.server.tensor_parallel_size
         elif model_download is not None:
             quantized = model_download * quant.bits / 16
         else:
-            unknown.append("the quantized checkpoint")
+            unknown.append("the quantized checkpoint (the model's shape is not known)")
+            hints.append(shapes.target.hint)
         if quantized:
             parts.append(f"quantized {quantized:.1f} GiB")
     need = download + quantized + SCRATCH_GIB
-    detail = f"{free:.1f} GiB free for {display_path(home)}, about {need:.1f} GiB needed" + (
-        f" ({', '.join(parts)})" if parts else ""
-    )
-    if unknown:
-        detail += "; not sized: " + ", ".join(unknown)
+    where = f"{free:.1f} GiB free for {display_path(home)}"
+    sized = f" ({', '.join(parts)})" if parts else ""
+    fix = "free disk space, or point KIT_HOME at a larger disk"
+    if not unknown:
+        return Check("disk", free >= need, f"{where}, about {need:.1f} GiB needed{sized}", fix)
+    not_sized = "not sized: " + ", ".join(unknown)
+    if free < need:  # what is known does not fit already
+        return Check("disk", False, f"{where}, over {need:.1f} GiB needed{sized}; {not_sized}", fix)
     return Check(
         "disk",
-        free >= need,
-        detail,
-        "free disk space, or point KIT_HOME at a larger disk",
+        None,
+        f"{where}; {not_sized}" + (f"; the rest about {need:.1f} GiB{sized}" if parts else ""),
+        "\n".join(dict.fromkeys(h for h in hints if h)),
     )

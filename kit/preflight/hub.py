@@ -25,6 +25,10 @@ from kit.recipe.sources import HubModel
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 10.0
+# why a size is not known (and :func:`fix` gives the hint)
+NOT_PINNED = "not pinned"
+OFFLINE = "HF_HUB_OFFLINE is set"
+NO_ANSWER = "the hub did not answer"
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ def _listing(repo_id: str, revision: str, endpoint: str) -> dict[str, int] | str
         )
     except Exception as exc:  # unreachable, gated, unknown: the check says so, nothing fails here
         log.debug("preflight: hub metadata of %s failed", repo_id, exc_info=True)
-        return f"the hub did not answer: {type(exc).__name__}"
+        return f"{NO_ANSWER}: {type(exc).__name__}"
     return {s.rfilename: int(s.size or 0) for s in info.siblings or []}
 
 
@@ -81,9 +85,9 @@ def repo_files(spec: HubModel) -> tuple[RepoFiles | None, str]:
     """The sizes of what kit would download of ``spec`` (its pinned revision), or the reason
     they are not known."""
     if spec.revision is None:
-        return None, "not pinned"
+        return None, NOT_PINNED
     if offline():
-        return None, "HF_HUB_OFFLINE is set"
+        return None, OFFLINE
     listing = _listing(spec.repo_id, spec.revision, os.environ.get("HF_ENDPOINT", ""))
     if isinstance(listing, str):
         return None, listing
@@ -98,12 +102,11 @@ def repo_files(spec: HubModel) -> tuple[RepoFiles | None, str]:
     return RepoFiles(spec.repo_id, spec.revision, sizes, cached), ""
 
 
-def config(spec: HubModel) -> dict[str, Any] | None:
+def config(spec: HubModel) -> tuple[dict[str, Any] | None, str]:
     """``config.json`` of the pinned revision: from kit's cache, else fetched there (a few KB)
-    where the hub is reachable; None otherwise."""
+    where the hub is reachable; else None and why not."""
     if spec.revision is None:
-        return None
-
+        return None, NOT_PINNED
     try:
         # lazy: huggingface_hub is in the build extra
         from huggingface_hub import hf_hub_download, try_to_load_from_cache  # noqa: PLC0415
@@ -111,9 +114,12 @@ def config(spec: HubModel) -> dict[str, Any] | None:
         path = try_to_load_from_cache(
             spec.repo_id, "config.json", revision=spec.revision, cache_dir=str(hub_cache_dir())
         )
-        # fetched only from a hub that answered the metadata call: hf_hub_download retries an
-        # unreachable one for half a minute
-        if not isinstance(path, str) and repo_files(spec)[0] is not None:
+        if not isinstance(path, str):
+            # fetched only from a hub that answered the metadata call: hf_hub_download retries
+            # an unreachable one for half a minute
+            files, why = repo_files(spec)
+            if files is None:
+                return None, f"config.json is not in kit's cache, and {why}"
             path = hf_hub_download(
                 spec.repo_id,
                 "config.json",
@@ -122,14 +128,39 @@ def config(spec: HubModel) -> dict[str, Any] | None:
                 etag_timeout=TIMEOUT_S,
                 endpoint=os.environ.get("HF_ENDPOINT") or None,
             )
-    except Exception:  # no huggingface_hub, unreachable, a bad id: no estimate
+    except Exception as exc:  # no huggingface_hub, unreachable, a bad id: no estimate
         log.debug("preflight: config.json of %s failed", spec.repo_id, exc_info=True)
-        return None
+        return None, f"config.json did not come: {type(exc).__name__}"
     if not isinstance(path, str):
-        return None
+        return None, "config.json did not come"
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    except (OSError, ValueError) as exc:
+        return None, f"config.json does not read ({type(exc).__name__})"
+    return (data, "") if isinstance(data, dict) else (None, "config.json is not a mapping")
+
+
+def lock_hint(recipe_file: str) -> str:
+    """How to pin every hub revision the recipe leaves open."""
+    return (
+        f"kit lock {recipe_file} pins the hub revisions the recipe leaves open (or kit "
+        f"reproduce {recipe_file} --resolve; make: ARGS=--resolve)"
+    )
+
+
+def fix(why: str, recipe_file: str) -> str:
+    """The hint for one of this module's reasons, for the recipe at ``recipe_file``."""
+    if why.endswith(NOT_PINNED):
+        return f"{lock_hint(recipe_file)}, and preflight then sizes them from the hub"
+    if why.endswith(OFFLINE):
+        return (
+            f"unset HF_HUB_OFFLINE and run kit preflight {recipe_file} again: it reads "
+            "config.json and the file sizes from the hub (a few KB, no weights)"
+        )
+    if NO_ANSWER in why:
+        return (
+            "check the network and HF_ENDPOINT (HF_TOKEN for a gated repository), then run "
+            f"kit preflight {recipe_file} again"
+        )
+    return ""

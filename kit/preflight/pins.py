@@ -7,18 +7,27 @@ from __future__ import annotations
 from kit.bench.load import file_requests
 from kit.errors import BadInputError
 from kit.image import CUDA_BASE_IMAGE, base_image_for, engine_source, is_pinned
+from kit.paths import display_path
 from kit.preflight.check import Check
+from kit.preflight.hub import lock_hint
 from kit.recipe import LoadedRecipe
 from kit.recipe.sources import HubCalibration, HubModel
 from kit.recipe.traffic import FileDataset
 
-HINT_REVISION = "pin the commit you reproduce: --set {field}=<40-hex sha> (make: SET=...)"
+# each hint is one line under lock_hint's (the lines of all failed items are shown once each)
+HINT_REVISION = "or pin the commit you reproduce: --set {field}=<40-hex sha> (make: SET=...)"
+HINT_IMAGE = (
+    "kit lock {recipe} pins the base image by digest (or kit reproduce --runtime compose "
+    "{recipe} --resolve)\nor docker pull {base}, then --set server.engine.image="
+    "NAME:TAG@sha256:... (docker image inspect --format '{{{{index .RepoDigests 0}}}}')"
+)
 
 
 def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
     """One item per pin the recipe needs: hub revisions, and in containers the base image of a
     GPU recipe by digest. A missing pin is the recipe's fault (exit 2)."""
     recipe = loaded.recipe
+    file = display_path(loaded.path)
     out: list[Check] = []
     sources: list[tuple[str, object]] = [("model", recipe.model)]
     if recipe.speculative.draft is not None:
@@ -34,7 +43,9 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
                 f"{spec.repo_id}@{spec.revision}"
                 if pinned
                 else f"{field}.revision: {spec.repo_id} is not pinned to a revision",
-                "" if pinned else HINT_REVISION.format(field=f"{field}.revision"),
+                ""
+                if pinned
+                else f"{lock_hint(file)}\n{HINT_REVISION.format(field=f'{field}.revision')}",
                 fault="recipe",
             )
         )
@@ -70,10 +81,7 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
                 "pin image",
                 pinned,
                 base if pinned else f"server.engine.image: {base} is not pinned by digest",
-                ""
-                if pinned
-                else f"docker pull {base}, then --set server.engine.image=NAME:TAG@sha256:... "
-                "(docker image inspect --format '{{index .RepoDigests 0}}')",
+                "" if pinned else HINT_IMAGE.format(recipe=file, base=base),
                 fault="recipe",
             )
         )

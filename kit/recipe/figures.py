@@ -3,9 +3,28 @@ units: what ``kit import`` reads from another tool's result file (:mod:`kit.impo
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kit.recipe.base import RecipeModel
+
+# a reference point's figures a run's load point can be compared on, and kit's figures of a
+# load point (kit.bench.load.LoadPoint) that one may be compared with
+PointFigure = Literal[
+    "request_throughput", "output_tps", "total_tps", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"
+]
+THROUGHPUTS = frozenset({"request_throughput", "output_tps", "total_tps"})
+KitFigure = Literal[
+    "request_throughput",
+    "output_tps",
+    "total_tps",
+    "ttft_ms",
+    "first_chunk_ms",
+    "tpot_ms",
+    "itl_ms",
+    "e2e_ms",
+]
 
 
 class LatencyFigures(RecipeModel):
@@ -35,3 +54,13 @@ class ReferencePoint(RecipeModel):
     runs: int = Field(
         1, ge=1, description="Runs of this point the figures are the mean of (a repeated sweep)."
     )
+
+
+class Definition(RecipeModel):
+    """How the tool that measured a reference defines one of its figures, against kit's."""
+
+    kit: KitFigure | None = Field(
+        description="kit's figure of a load point that measures the same thing, compared with "
+        "it (vLLM's TTFT: first_chunk_ms); null: none does, the figure is not comparable."
+    )
+    text: str = Field(description="The tool's definition, in words.")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kit.recipe.base import RecipeModel
-from kit.recipe.figures import ReferencePoint
+from kit.recipe.figures import THROUGHPUTS, Definition, PointFigure, ReferencePoint
 from kit.recipe.serving import REFERENCE_PROMPTS, Bench, Sampling
 
 # the reference protocol as a recipe: what `kit bench` measures without one
@@ -58,7 +58,7 @@ class AcceptanceFigures(RecipeModel):
 
 
 class Reference(RecipeModel):
-    late_fields = frozenset({"tool", "points"})
+    late_fields = frozenset({"tool", "points", "definitions", "reference_only"})
     source: str = Field(description="Where the figures were published.")
     date: str | None = Field(None, description="Publication date.")
     rig: str | None = Field(None, description="Hardware, as published.")
@@ -72,6 +72,24 @@ class Reference(RecipeModel):
     points: dict[str, ReferencePoint] = Field(
         default_factory=dict, description="Per load point, by its label (kit import)."
     )
+    definitions: dict[PointFigure, Definition] = Field(
+        default_factory=dict,
+        description="How the tool defines its points' figures where that is worth saying (kit "
+        "import): the figure of kit's points each is compared with, or none (not comparable).",
+    )
+    reference_only: str | None = Field(
+        None,
+        description="Why kit cannot re-run the reference's traffic (kit import); its points are "
+        "still compared where a run has one of the same label.",
+    )
+
+    @model_validator(mode="after")
+    def _alike_kinds(self) -> Reference:
+        for figure, d in self.definitions.items():
+            if d.kit is not None and (figure in THROUGHPUTS) != (d.kit in THROUGHPUTS):
+                kind = "a throughput" if figure in THROUGHPUTS else "a latency"
+                raise ValueError(f"definitions.{figure}: {figure} is {kind}, {d.kit} is not")
+        return self
 
 
 def non_canonical_reasons(recipe: dict[str, Any]) -> list[str]:

@@ -5,7 +5,8 @@
 - :mod:`~kit.report.validity`: the verdict (is the run fit to quote);
 - :mod:`~kit.report.files`: the only writer and reader of report files;
 - :mod:`~kit.report.show`, :mod:`~kit.report.describe`: reports for people;
-- :mod:`~kit.report.compare`, :mod:`~kit.report.comparability`, :mod:`~kit.report.reference`;
+- :mod:`~kit.report.compare`, :mod:`~kit.report.comparability`, :mod:`~kit.report.reference`,
+  :mod:`~kit.report.points` (a published reference's load points, label by label);
 - :mod:`~kit.report.verify`: the checklist for a stranger's report.
 """
 

@@ -1,10 +1,13 @@
 """Comparability: each aspect in which two reports differ, named before any figure.
 
-Model, quantization and protocol differences refuse a comparison unless forced; hardware,
-engine, kernels, serving settings and patch differences are warnings. Kernels are the engine's
-choices read from the server log (linear kernels, the CPU W4A16 path and kernel build, the
-attention backend); a side that did not record them (a report written before kit read them) or
-did not log one of them differs in nothing there.
+Model, quantization and protocol differences refuse a comparison unless forced; checkpoint,
+hardware, engine, kernels, serving settings and patch differences are warnings. Kernels are the
+engine's choices read from the server log (linear kernels, the CPU W4A16 path and kernel build,
+the attention backend); a side that did not record them (a report written before kit read them)
+or did not log one of them differs in nothing there. The checkpoint is what AutoRound made (its
+content digest, kit.quantize): the same inputs may give other bytes on another host, device or
+library version, and a checkpoint of the same shape and format costs the same to serve, so it
+is named, with the files that differ and what may explain it, not refused (docs/checkpoint.md).
 """
 
 from __future__ import annotations
@@ -15,11 +18,21 @@ from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.errors import VerificationFailed
-from kit.report.describe import engine_text, model_name, quant_name, rig
+from kit.quantize import QuantHost, QuantManifest
+from kit.report.describe import engine_text, isa_text, model_name, quant_name, rig
 from kit.report.schema import Report
+from kit.report.verdict import CheckpointMatch
 
 Aspect = Literal[
-    "model", "quantization", "protocol", "hardware", "engine", "kernels", "serving", "patches"
+    "model",
+    "quantization",
+    "checkpoint",
+    "protocol",
+    "hardware",
+    "engine",
+    "kernels",
+    "serving",
+    "patches",
 ]
 
 REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol")
@@ -95,6 +108,85 @@ def _quant_key(report: Report) -> tuple[str, str]:
     if report.quantization is not None:
         return report.quantization.key, f"{name} [{report.quantization.key[:12]}]"
     return "recipe:" + repr(_section(report, "quantization")), f"{name} [no manifest]"
+
+
+def _host_why(a: QuantHost | None, b: QuantHost | None, ra: Report, rb: Report) -> list[str]:
+    """How the hosts AutoRound ran on differ; without a record of it, the serving hosts' CPUs."""
+    if a is None or b is None:
+        ia = ra.host.cpu.isa if ra.host else None
+        ib = rb.host.cpu.isa if rb.host else None
+        if ia is not None and ib is not None and ia != ib:
+            return [
+                f"the hosts' CPU ISA {isa_text(ia)} vs {isa_text(ib)} (where AutoRound ran "
+                "is not recorded)"
+            ]
+        return []
+    out = []
+    if a.cpu != b.cpu:
+        out.append(f"CPU {a.cpu or '?'} vs {b.cpu or '?'}")
+    if a.isa is not None and b.isa is not None and a.isa != b.isa:
+        if isa_text(a.isa) != isa_text(b.isa):
+            out.append(f"CPU ISA {isa_text(a.isa)} vs {isa_text(b.isa)}")
+        else:
+            only = [
+                f"{', '.join(flags)} only in {side}"
+                for side, flags in (
+                    ("A", [f for f in a.isa if f not in b.isa]),
+                    ("B", [f for f in b.isa if f not in a.isa]),
+                )
+                if flags
+            ]
+            out.append(f"CPU flags {'; '.join(only)}")
+    if a.threads != b.threads:
+        out.append(f"torch threads {a.threads} vs {b.threads}")
+    if a.accelerator != b.accelerator:
+        out.append(f"GPU {a.accelerator or 'none'} vs {b.accelerator or 'none'}")
+    return out
+
+
+def _checkpoint_why(a: Report, b: Report, qa: QuantManifest, qb: QuantManifest) -> list[str]:
+    """What kit records that differs between two quantizations and may explain their output:
+    the inputs (seed, iters, ...: the cache key), the device, library versions, the host."""
+    ia, ib = qa.inputs, qb.inputs
+    pa, pb = ia.get("parameters") or {}, ib.get("parameters") or {}
+    out = section_diff(pa, pb, "")
+    for key, label in (("model_identity", "model"), ("calibration", "calibration data")):
+        if ia.get(key) != ib.get(key):
+            out.append(f"{label} {_short(ia.get(key), 19)} vs {_short(ib.get(key), 19)}")
+    if qa.device != qb.device and pa.get("device") == pb.get("device"):  # "auto" resolved
+        out.append(f"device {qa.device} vs {qb.device}")
+    for lib in dict.fromkeys([*qa.versions, *qb.versions]):
+        va, vb = qa.versions.get(lib, "?"), qb.versions.get(lib, "?")
+        if va != vb:
+            out.append(f"{lib.replace('_', '-')} {va} vs {vb}")
+    return out + _host_why(qa.built_on, qb.built_on, a, b)
+
+
+def checkpoint_match(a: Report, b: Report) -> CheckpointMatch | None:
+    """Whether B served A's quantized checkpoint; None when a side has no quantization manifest
+    (unquantized, or no build recorded)."""
+    qa, qb = a.quantization, b.quantization
+    if qa is None or qb is None:
+        return None
+    if qa.identity == qb.identity:
+        return CheckpointMatch(same=True, original=qa.identity, new=qb.identity)
+    fa, fb = {f.path: f for f in qa.files}, {f.path: f for f in qb.files}
+    files = []
+    for path in dict.fromkeys([*fa, *fb]):
+        x, y = fa.get(path), fb.get(path)
+        if x is None or y is None:
+            files.append(f"{path} (only in {'B' if x is None else 'A'})")
+        elif x.sha256 != y.sha256:
+            files.append(f"{path} ({x.sha256[:12]} vs {y.sha256[:12]})")
+    if len(files) > MAX_LISTED:
+        files[MAX_LISTED:] = [f"{len(files) - MAX_LISTED} more"]
+    return CheckpointMatch(
+        same=False,
+        original=qa.identity,
+        new=qb.identity,
+        files=files,
+        why=_checkpoint_why(a, b, qa, qb),
+    )
 
 
 def recipe_diff(aspect: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -190,6 +282,8 @@ def comparability(a: Report, b: Report) -> list[Difference]:
                 "inputs",
             )
         add("quantization", details or [f"{da} vs {db}"])
+    checkpoint = checkpoint_match(a, b)
+    add("checkpoint", [checkpoint.detail()] if checkpoint and not checkpoint.same else [])
     protocol = recipe_diff("protocol", a.recipe, b.recipe)
     if a.canonical != b.canonical:
         protocol.insert(0, f"canonical {a.canonical} vs {b.canonical}")

@@ -22,6 +22,7 @@ from kit.metrics import Stats
 from kit.report.comparability import Difference, comparability, refuse_or_keep
 from kit.report.deltas import MetricDelta, delta, figure_deltas
 from kit.report.figures import peaks
+from kit.report.points import PointsVerdict
 from kit.report.reproduction import judge
 from kit.report.schema import Report
 from kit.report.verdict import Reproduction
@@ -43,6 +44,11 @@ class Comparison(FrozenModel):
         None,
         description="B as a re-run of A: REPRODUCED, DIFFERENT, INCONCLUSIVE or NOT COMPARABLE "
         "(kit.report.reproduction); None against a published reference.",
+    )
+    points: PointsVerdict | None = Field(
+        None,
+        description="Against a published reference with load points (kit import): this run's "
+        "points judged label by label (kit.report.points); None otherwise.",
     )
 
 

@@ -1,5 +1,6 @@
 """What a report describes, in a benchmark table's words: the rig, the engine and its kernels,
-the model and its quantization, speculative decoding. Shared by show and compare.
+the model, its quantization and the quantized checkpoint, speculative decoding. Shared by show
+and compare.
 
 The rig is described the way benchmark tables do it: card count × GPU name, PCIe generation and
 lanes per card, power caps per card, the interconnect; "CPU (n cores)" without a GPU.
@@ -13,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from kit.base import FrozenModel
-from kit.probe import HostProbe, Unavailable, cpu_summary
+from kit.probe import HostProbe, Unavailable, cpu_summary, isa_level
 from kit.report.figures import prompt_headline
 from kit.report.schema import Report
 
@@ -154,6 +155,51 @@ def quant_name(recipe: dict[str, Any]) -> str:
     if q.get("method") == "none":
         return "unquantized"
     return str(q.get("method", "?"))
+
+
+def isa_text(isa: list[str]) -> str:
+    """A CPU's vector flags as its tier, 'avx2', 'avx512-bf16 + amx'."""
+    return isa_level(isa) + (" + amx" if "amx_bf16" in isa else "")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:,.1f} GB" if n >= 1e9 else f"{n / 1e6:,.1f} MB"
+
+
+def checkpoint_text(report: Report) -> str | None:
+    """The served quantized checkpoint: its digest (short), how AutoRound made it and where,
+    e.g. 'sha256 805275816a52 (1 file, 1.0 MB): AutoRound INT4 g128 sym, iters 20, seed 42,
+    16 samples × 32 tokens; on cpu (AMD EPYC 7763, avx2, 2 threads); auto-round 0.16.1, ...';
+    None for an unquantized run or a report without a quantization manifest."""
+    q = report.quantization
+    if q is None:
+        return None
+    p = q.inputs.get("parameters") or {}
+    n, size = len(q.files), sum(f.size for f in q.files)
+    text = f"sha256 {q.identity[:12]} ({n} file{'s' * (n != 1)}, {_size(size)})"
+    method = "AutoRound" if q.method == "autoround" else q.method
+    text += (
+        f": {method} INT{p.get('bits')} g{p.get('group_size')} "
+        f"{'sym' if p.get('sym', True) else 'asym'}, iters {q.iters}, seed {q.seed}, "
+        f"{p.get('nsamples')} samples × {p.get('seqlen')} tokens"
+    )
+    where = []
+    if q.built_on is not None:
+        h = q.built_on
+        if h.accelerator:
+            where.append(h.accelerator)
+        if h.cpu:
+            where.append(h.cpu)
+        if h.isa is not None:
+            where.append(isa_text(h.isa))
+        where.append(f"{h.threads} thread{'s' * (h.threads != 1)}")
+    text += f"; on {q.device}" + (f" ({', '.join(where)})" if where else "")
+    versions = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in q.versions.items())
+    return (
+        text
+        + (f"; {versions}" if versions else "")
+        + ("; reused from the cache" if q.cached else "")
+    )
 
 
 def model_text(report: Report) -> str:

@@ -19,6 +19,7 @@ from kit.report.comparability import (
 )
 from kit.report.compare import Comparison, MetricDelta, delta, label, mean, peaks
 from kit.report.describe import rig
+from kit.report.points import compare_points
 from kit.report.schema import Report
 
 
@@ -48,8 +49,10 @@ def compare_with_reference(
 ) -> Comparison:
     """The report against the published figures in a recipe's ``reference`` section.
 
-    Published figures carry no standard deviations: every band is unknown. The hardware is the
-    published rig's, which kit cannot check: the comparison always says so.
+    Published figures carry no standard deviations: the prompts' and prefill's bands are
+    unknown; the load points (``reference.points``) are judged label by label against the
+    run's own intervals (:mod:`kit.report.points`). The hardware is the published rig's, which
+    kit cannot check: the comparison always says so.
     """
     loaded = load_recipe(recipe_path)
     ref = loaded.recipe.reference
@@ -76,7 +79,8 @@ def compare_with_reference(
         f"this run: {run_rig.cell if run_rig else 'unknown (no host probe)'}",
         f"engine: the reference used {ref.engine or 'an engine not stated'}; "
         f"this run: {engine_key(report)}",
-        "noise bands are unknown: published figures carry no standard deviations",
+        "noise bands are unknown: published figures carry no standard deviations"
+        + (" (the load points: this run's intervals, see below)" if ref.points else ""),
     ]
     if shown_recipe_sha256(loaded.recipe) == report.recipe_sha256:
         warnings.append("this run used this recipe exactly (same sha256)")
@@ -137,4 +141,5 @@ def compare_with_reference(
         differences=diffs,
         warnings=warnings,
         metrics=metrics,
+        points=compare_points(report, ref) if ref.points else None,
     )

@@ -14,6 +14,13 @@ into B, signed; ``kit report compare A B`` prints it for any two reports):
   (GPUs, power limits, PCIe link, interconnect, CPU, engine, kernels, serving settings,
   patches), the OS kernel, a host that was not quiet while measuring.
 
+The verdict also says whether B served A's quantized checkpoint (its content digest, recorded
+by :mod:`kit.quantize`): the same, or another, with the files that differ and what kit records
+that may explain it (seed, iters, device, library versions, the CPU and its vector flags,
+threads). Another checkpoint does not make the runs NOT COMPARABLE: it is named on the verdict
+line ("REPRODUCED: ...; on another checkpoint: sha256 X vs Y") and listed first among the likely
+causes of a DIFFERENT or INCONCLUSIVE verdict (docs/checkpoint.md says why).
+
 Headline figures are each prompt's decode tokens/s, the prefill tokens/s at each depth, and
 each load point's output tokens/s (:mod:`kit.report.figures`), each a median with its interval
 where it has runs. The band of a figure is the one rule of :mod:`kit.noise`, the same that
@@ -23,7 +30,7 @@ where it has runs. The band of a figure is the one rule of :mod:`kit.noise`, the
 from __future__ import annotations
 
 from kit.noise import FLOOR_PCT, MAX_BAND_PCT
-from kit.report.comparability import comparability
+from kit.report.comparability import checkpoint_match, comparability
 from kit.report.deltas import MetricDelta, figure_delta
 from kit.report.figures import figures
 from kit.report.schema import Report
@@ -134,6 +141,7 @@ def judge(
     refusing = [f"{d.aspect}: {d.detail}" for d in comparability(original, new) if d.refuses]
     void = _unjudgeable(original, new)
     figures_ = headline_figures(original, new, void=bool(void))
+    checkpoint = checkpoint_match(original, new)
     common = {
         "original_run_id": original.run_id,
         "original_sha256": original_sha256,
@@ -141,7 +149,14 @@ def judge(
         "variation": bool(overrides),
         "overrides": list(overrides),
         "figures": figures_,
+        "checkpoint": checkpoint,
     }
+    # another checkpoint is named on the verdict line, whatever the verdict
+    other = (
+        f"; on another checkpoint: sha256 {checkpoint.original[:12]} vs {checkpoint.new[:12]}"
+        if checkpoint is not None and not checkpoint.same
+        else ""
+    )
     if not figures_ and not refusing:
         refusing = [
             "the original has no headline figure (no measured prompt, prefill depth or load point)"
@@ -177,7 +192,7 @@ def judge(
         return Reproduction(
             verdict="DIFFERENT",
             summary=f"DIFFERENT: {len(outside) + len(missing)} of {len(figures_)} headline "
-            f"figures outside their noise bands{_ways(outside)}",
+            f"figures outside their noise bands{_ways(outside)}{other}",
             differing=differing,
             causes=causes,
             not_comparable=[],
@@ -187,7 +202,7 @@ def judge(
     if inconclusive:
         return Reproduction(
             verdict="INCONCLUSIVE",
-            summary="INCONCLUSIVE: " + "; ".join(inconclusive),
+            summary="INCONCLUSIVE: " + "; ".join(inconclusive) + other,
             differing=[],
             causes=likely_causes(original, new),
             not_comparable=[],
@@ -198,7 +213,7 @@ def judge(
     return Reproduction(
         verdict="REPRODUCED",
         summary=f"REPRODUCED: all {len(figures_)} headline figures within their noise bands "
-        f"(at most ±{widest:.1f} %)",
+        f"(at most ±{widest:.1f} %){other}",
         differing=[],
         causes=[],
         not_comparable=[],

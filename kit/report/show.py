@@ -5,17 +5,20 @@ The kernels the engine chose (read from its server log) follow the engine: a row
 the terminal table, a few words after the engine in the Markdown row's engine cell.
 
 A run whose signature was not checked because its key is neither given nor trusted
-(``--allow-untrusted``) is labelled UNTRUSTED on every line that shows one of its figures: each
-line of its table, its Markdown row, and compare's A:/B: lines and metric rows.
+(``--allow-untrusted``) is labelled UNTRUSTED, and an unsigned one (``--allow-unsigned``)
+UNSIGNED (:func:`trust_label`), on every line that shows one of its figures: each line of its
+table, its Markdown row, and compare's A:/B: lines, metric rows and verdict lines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kit.metrics import Stats
 from kit.probe import Unavailable
 from kit.report.describe import (
+    checkpoint_text,
     engine_text,
     headline_text,
     kernels_text,
@@ -95,22 +98,35 @@ def markdown_header() -> str:
 
 
 UNTRUSTED = "UNTRUSTED"
+UNSIGNED = "UNSIGNED"
+UNVERIFIED = "UNVERIFIED"
 
 
-def _untrusted(check: SignatureCheck | None) -> bool:
-    return check is not None and check.untrusted
+def trust_label(check: SignatureCheck | None) -> str | None:
+    """The label every figure of a run carries: UNSIGNED, UNTRUSTED (signed by a key neither
+    given nor trusted, so not checked), UNVERIFIED (any other signature that is not valid);
+    None for a valid signature, or a report not read through a check (``None``)."""
+    if check is None or check.valid:
+        return None
+    if not check.signed:
+        return UNSIGNED
+    return UNTRUSTED if check.untrusted else UNVERIFIED
 
 
 def markdown_row(
     report: Report, check: SignatureCheck | None = None, *, header: bool = False
 ) -> str:
     """One row in the style of Club-3090's BENCHMARKS.md; with ``header``, the header first.
-    An untrusted run's row starts with UNTRUSTED and the signer's keyid."""
+    An untrusted run's row starts with UNTRUSTED and the signer's keyid, an unsigned one's with
+    UNSIGNED."""
     r = rig(report.host)
     kernels = kernels_text(report, short=True)
     cell = r.cell if r is not None else "unknown (no host probe)"
-    if check is not None and check.untrusted:
-        cell = f"{UNTRUSTED} (signed by {check.keyid}): {cell}"
+    label = trust_label(check)
+    if label is not None and check is not None and check.signed:
+        cell = f"{label} (signed by {check.keyid}): {cell}"
+    elif label is not None:
+        cell = f"{label}: {cell}"
     cells = [
         cell,
         engine_text(report) + (f"; {kernels}" if kernels else ""),
@@ -162,12 +178,16 @@ def show_table(report: Report, check: SignatureCheck | None = None) -> str:
     if kernels is not None:
         lines.append(f"kernels   {kernels}")
     lines.append(f"model     {model_text(report)}; spec {spec_text(report)}")
+    checkpoint = checkpoint_text(report)
+    if checkpoint is not None:
+        lines.append(f"checkpoint {checkpoint}")
     lines += _host_lines(report)
     lines += ["", summary_table(report)]
     lines += _sampling_lines(report)
     text = "\n".join(lines)
-    if _untrusted(check):
-        text = "\n".join(f"{UNTRUSTED}  {line}" if line else line for line in text.splitlines())
+    label = trust_label(check)
+    if label is not None:
+        text = "\n".join(f"{label}  {line}" if line else line for line in text.splitlines())
     return text
 
 
@@ -341,15 +361,37 @@ def _delta_flag(m: MetricDelta) -> str:
     return f"OUTSIDE noise ({way})"
 
 
-def comparison_text(c: Comparison, untrusted: frozenset[str] = frozenset()) -> str:
-    """A comparison as text: the differences and warnings, then one row per figure.
-    ``untrusted`` names the sides ("A", "B") whose runs are UNTRUSTED: their A:/B: lines and
-    every metric row are labelled."""
-    sides = "+".join(side for side in ("A", "B") if side in untrusted)
-    trust = f"  {UNTRUSTED} ({sides})" if sides else ""
+def side_labels(checks: Sequence[SignatureCheck | None]) -> dict[str, str]:
+    """Sides A and B's trust labels (:func:`trust_label`), given their checks in that order
+    (None: a published reference, or not read through a check); those without one left out."""
+    out = {}
+    for side, check in zip(("A", "B"), checks, strict=True):
+        label = trust_label(check)
+        if label is not None:
+            out[side] = label
+    return out
+
+
+def sides_label(labels: Mapping[str, str]) -> str:
+    """The sides' labels as one tag, "UNTRUSTED (A+B)" or "UNTRUSTED (A), UNSIGNED (B)"; ""
+    when neither side has one."""
+    by_label: dict[str, list[str]] = {}
+    for side in ("A", "B"):
+        if side in labels:
+            by_label.setdefault(labels[side], []).append(side)
+    return ", ".join(f"{label} ({'+'.join(sides)})" for label, sides in by_label.items())
+
+
+def comparison_text(c: Comparison, labels: Mapping[str, str] | None = None) -> str:
+    """A comparison as text: the differences and warnings, then one row per figure, then the
+    verdict. ``labels`` gives a side ("A", "B") its trust label (:func:`trust_label`): its A:/B:
+    line, every metric row and every line of the verdict carry it."""
+    labels = labels or {}
+    tag = sides_label(labels)
+    trust = f"  {tag}" if tag else ""
     lines = [
-        f"A: {UNTRUSTED + ' ' if 'A' in untrusted else ''}{c.a}",
-        f"B: {UNTRUSTED + ' ' if 'B' in untrusted else ''}{c.b}",
+        f"A: {labels['A'] + ' ' if 'A' in labels else ''}{c.a}",
+        f"B: {labels['B'] + ' ' if 'B' in labels else ''}{c.b}",
     ]
     for d in c.differences:
         kind = "forced" if d.refuses else "warning"
@@ -373,5 +415,9 @@ def comparison_text(c: Comparison, untrusted: frozenset[str] = frozenset()) -> s
             "sqrt(ha² + hb²)) from both 95 % intervals, wider than 10 % inconclusive (kit.noise)"
         )
     if c.verdict is not None:
-        lines += ["", "B as a re-run of A (kit.report.reproduction):", c.verdict.text()]
+        lines += ["", f"B as a re-run of A (kit.report.reproduction):{trust}"]
+        lines += [f"{line}{trust}" if line else line for line in c.verdict.text().splitlines()]
+    if c.points is not None:  # a published reference's load points (kit.report.points)
+        shown = c.points.text().splitlines()
+        lines += ["", *(f"{line}{trust}" if line else line for line in shown)]
     return "\n".join(lines)

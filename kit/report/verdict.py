@@ -4,7 +4,7 @@ judges)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -64,6 +64,37 @@ class FigureCheck(FrozenModel):
     )
 
 
+class CheckpointMatch(FrozenModel):
+    """Whether the re-run served the original's quantized checkpoint: the two content digests
+    (kit.quantize's ``identity``), the files that differ and what may explain it."""
+
+    same: bool = Field(description="The two checkpoints have the same digest.")
+    original: str = Field(description="sha256 over the original's checkpoint files.")
+    new: str = Field(description="sha256 over the re-run's checkpoint files.")
+    files: list[str] = Field(
+        default_factory=list,
+        description="Each file that differs or is on one side only: path and both sha256s.",
+    )
+    why: list[str] = Field(
+        default_factory=list,
+        description="What kit records that differs and may explain it (quantization inputs, "
+        "device, library versions, CPU, its vector flags, threads, GPU); empty when the same.",
+    )
+
+    def detail(self) -> str:
+        """'sha256 X vs Y; files differ: ...; may explain it: ...' (the same: 'the same, ...')."""
+        if self.same:
+            return f"the same, sha256 {self.original[:12]}"
+        text = f"sha256 {self.original[:12]} vs {self.new[:12]}"
+        if self.files:
+            text += f"; files differ: {', '.join(self.files)}"
+        return text + (
+            f"; may explain it: {', '.join(self.why)}"
+            if self.why
+            else "; nothing kit records differs (inputs, device, library versions, CPU, threads)"
+        )
+
+
 class Reproduction(FrozenModel):
     """A re-run of a report, judged against it."""
 
@@ -85,6 +116,18 @@ class Reproduction(FrozenModel):
     inconclusive: list[str] = Field(
         default_factory=list, description="Why figures could not be judged (INVALID sides, bands)."
     )
+    checkpoint: CheckpointMatch | None = Field(
+        None,
+        description="Whether the re-run served the original's quantized checkpoint. Absent when "
+        "a side has no quantization manifest, and in verdicts written before kit compared them.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _checkpoint_only_when_compared(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if data.get("checkpoint") is None:
+            data.pop("checkpoint", None)  # a verdict written before is written as it was
+        return data
 
     def text(self) -> str:
         lines = [f"verdict: {self.summary}"]
@@ -102,6 +145,9 @@ class Reproduction(FrozenModel):
                 f"({f.delta_pct:+.1f} %{way}; band ±{f.band_pct:.1f} % from the {f.band_from}: "
                 f"{mark})"
             )
+        cp = self.checkpoint
+        if cp is not None and not any(c.startswith("checkpoint: ") for c in self.causes):
+            lines.append(f"  checkpoint: {cp.detail()}")
         lines += [f"  not comparable: {n}" for n in self.not_comparable]
         lines += [f"  inconclusive: {n}" for n in self.inconclusive]
         lines += [f"  likely cause: {c}" for c in self.causes]
@@ -111,7 +157,17 @@ class Reproduction(FrozenModel):
 FailOn = Literal["different", "worse", "never"]
 
 
-def verdict_exit(r: Reproduction, fail_on: FailOn = "different") -> int:
+class Judged(Protocol):
+    """Another verdict with the same exit codes (kit.report.points): its word, and whether a
+    figure is worse or missing."""
+
+    @property
+    def verdict(self) -> Verdict: ...
+    @property
+    def worse(self) -> bool: ...
+
+
+def verdict_exit(r: Reproduction | Judged, fail_on: FailOn = "different") -> int:
     """The exit code of a verdict: 0 REPRODUCED, 1 NOT COMPARABLE, 4 DIFFERENT, 5
     INCONCLUSIVE. ``fail_on`` relaxes DIFFERENT: ``worse`` exits 4 only when a figure is worse
     (slower) or missing, ``never`` not at all."""
@@ -122,7 +178,12 @@ def verdict_exit(r: Reproduction, fail_on: FailOn = "different") -> int:
     if r.verdict == "REPRODUCED" or fail_on == "never":
         return EXIT_OK
     if fail_on == "worse":
-        worse = any(f.new is None or f.better is False for f in r.figures if f.status != "within")
+        if isinstance(r, Reproduction):
+            worse = any(
+                f.new is None or f.better is False for f in r.figures if f.status != "within"
+            )
+        else:
+            worse = r.worse
         return EXIT_DIFFERENT if worse else EXIT_OK
     return EXIT_DIFFERENT
 

@@ -48,3 +48,14 @@ def cached_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     hub_cache(cache, "Qwen/Qwen3.8-27B", MODEL_REV, TARGET_CONFIG)
     hub_cache(cache, "incoai/Qwen3.8-27B-DFlash2", DRAFT_REV, DRAFT_CONFIG)
     return cache
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No hub: ``HF_HUB_OFFLINE`` for kit (read at call time) and for huggingface_hub, which
+    reads it once, at import; imported here first, so that the setting ends with the test."""
+    # imported before the variable is set, never under it
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)

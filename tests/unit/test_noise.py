@@ -6,7 +6,16 @@ import statistics
 
 import pytest
 
-from kit.noise import FLOOR_PCT, MAX_BAND_PCT, band, headline, judged, median_interval
+from kit.noise import (
+    FLOOR_PCT,
+    MAX_BAND_PCT,
+    band,
+    headline,
+    judged,
+    mean_interval,
+    median_interval,
+    quantile_interval,
+)
 
 
 def test_the_interval_holds_the_median_and_is_the_same_every_time() -> None:
@@ -42,3 +51,22 @@ def test_judged() -> None:
     assert judged(-3.1, band(None, None)) == "outside"
     assert judged(0.0, band(9.0, 9.0)) == "inconclusive"
     assert judged(None, band(None, None)) == "inconclusive"
+
+
+def test_a_quantile_of_many_requests_is_bounded_by_order_statistics() -> None:
+    values = [float(v) for v in range(1, 101)]  # 100 requests: rank k holds k
+    # median: ranks 50 -/+ 1.96 * sqrt(100 * 0.5 * 0.5) = 50 -/+ 9.8 -> 40 and 60
+    assert quantile_interval(values, 0.5) == (40.0, 60.0)
+    # p90: 90 -/+ 1.96 * 3 = 90 -/+ 5.88 -> 84 and 96
+    assert quantile_interval(values, 0.9) == (84.0, 96.0)
+    # p99: 99 + 1.96 * 0.995 reaches rank 101: 100 requests cannot bound it
+    assert quantile_interval(values, 0.99) is None
+    assert quantile_interval(values[:7], 0.5) is None and quantile_interval([], 0.5) is None
+    assert quantile_interval([float(v) for v in range(1, 401)], 0.99) == (392.0, 400.0)
+
+
+def test_a_means_interval_is_two_standard_errors() -> None:
+    interval = mean_interval(10.0, 2.0, 16)
+    assert interval is not None
+    assert interval == pytest.approx((10.0 - 1.959964 * 0.5, 10.0 + 1.959964 * 0.5))
+    assert mean_interval(10.0, None, 1) is None and mean_interval(10.0, 2.0, 1) is None

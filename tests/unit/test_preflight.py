@@ -20,7 +20,15 @@ from click.testing import CliRunner
 from kit.cli import main
 from kit.errors import EnvironmentProblem, RecipeError
 from kit.paths import display_path, kit_home
-from kit.preflight import disk_check, int4_path_check, isa_check, memory_check, preflight
+from kit.preflight import (
+    ModelShapes,
+    disk_check,
+    int4_path_check,
+    isa_check,
+    memory_check,
+    model_shapes,
+    preflight,
+)
 from kit.probe import parse_cpuinfo
 from kit.recipe import Recipe, load_recipe
 
@@ -62,6 +70,12 @@ def tiny(cpu_tiny: Path) -> TinyRecipe:
         return load_recipe(cpu_tiny, list(overrides)).recipe
 
     return load
+
+
+@pytest.fixture
+def shapes(cpu_tiny: Path) -> ModelShapes:
+    """cpu-tiny's synthetic model, sized as preflight sizes it."""
+    return model_shapes(load_recipe(cpu_tiny))
 
 
 @pytest.fixture
@@ -185,7 +199,7 @@ def test_an_env_that_contradicts_the_int4_path_is_refused(tiny: TinyRecipe) -> N
 
 def test_an_arm64_cpu_is_not_checked(cpu: CpuOf, tiny: TinyRecipe) -> None:
     check = isa_check(tiny("server.patches=null"), *cpu("aws-graviton3-neoverse-v1.txt"), "aarch64")
-    assert check.ok
+    assert check.ok is None and check.state == "not checked"
     assert check.detail == "Neoverse-V1 (arm64-sve): not an x86-64 CPU, ISA not checked"
 
 
@@ -225,8 +239,8 @@ def test_a_series_without_the_capability_is_refused_on_avx2(
 # memory
 
 
-def test_enough_memory_passes(tiny: TinyRecipe) -> None:
-    check = memory_check(tiny(), 8.0)
+def test_enough_memory_passes(tiny: TinyRecipe, shapes: ModelShapes) -> None:
+    check = memory_check(tiny(), 8.0, shapes)
     assert check.ok
     assert check.name == "memory"
     assert check.detail == (
@@ -234,8 +248,8 @@ def test_enough_memory_passes(tiny: TinyRecipe) -> None:
     )
 
 
-def test_too_little_memory_fails(tiny: TinyRecipe) -> None:
-    check = memory_check(tiny(), 2.5)
+def test_too_little_memory_fails(tiny: TinyRecipe, shapes: ModelShapes) -> None:
+    check = memory_check(tiny(), 2.5, shapes)
     assert not check.ok
     assert check.detail == (
         "2.5 GiB available, about 3.0 GiB needed (KV cache 1 GiB + model + engine)"
@@ -243,17 +257,19 @@ def test_too_little_memory_fails(tiny: TinyRecipe) -> None:
     assert check.hint == MEMORY_HINT
 
 
-def test_without_the_env_the_default_kv_cache_is_counted(tiny: TinyRecipe) -> None:
-    check = memory_check(tiny("server.env={}"), 5.5)
+def test_without_the_env_the_default_kv_cache_is_counted(
+    tiny: TinyRecipe, shapes: ModelShapes
+) -> None:
+    check = memory_check(tiny("server.env={}"), 5.5, shapes)
     assert not check.ok
     assert check.detail == (
         "5.5 GiB available, about 6.0 GiB needed (KV cache 4 GiB + model + engine)"
     )
 
 
-def test_unreadable_memory_passes(tiny: TinyRecipe) -> None:
-    check = memory_check(tiny(), None)
-    assert check.ok
+def test_unreadable_memory_is_not_checked(tiny: TinyRecipe, shapes: ModelShapes) -> None:
+    check = memory_check(tiny(), None, shapes)
+    assert check.ok is None and check.state == "not checked"
     assert check.detail == "needs about 3.0 GiB; MemAvailable not readable"
 
 
@@ -268,15 +284,19 @@ def _disk_detail(where: str, need: str, suffix: str = "") -> re.Pattern[str]:
     )
 
 
-def test_disk_with_the_engine_installed(empty_home: Path, tiny: TinyRecipe) -> None:
-    check = disk_check(tiny(), kit_home(), engine_installed=True)
+def test_disk_with_the_engine_installed(
+    empty_home: Path, tiny: TinyRecipe, shapes: ModelShapes
+) -> None:
+    check = disk_check(tiny(), kit_home(), engine_installed=True, shapes=shapes)
     assert check.ok
     assert check.name == "disk"
     assert _disk_detail(display_path(empty_home), "1.0").fullmatch(check.detail)
 
 
-def test_disk_counts_the_engine_venv_when_not_installed(empty_home: Path, tiny: TinyRecipe) -> None:
-    check = disk_check(tiny(), kit_home(), engine_installed=False)
+def test_disk_counts_the_engine_venv_when_not_installed(
+    empty_home: Path, tiny: TinyRecipe, shapes: ModelShapes
+) -> None:
+    check = disk_check(tiny(), kit_home(), engine_installed=False, shapes=shapes)
     assert check.ok
     suffix = " (the engine venv is not installed yet)"
     assert _disk_detail(display_path(empty_home), "5.0", suffix).fullmatch(check.detail)
@@ -284,9 +304,9 @@ def test_disk_counts_the_engine_venv_when_not_installed(empty_home: Path, tiny: 
 
 
 def test_disk_of_a_home_not_made_yet_is_read_on_its_nearest_parent(
-    tmp_path: Path, tiny: TinyRecipe
+    tmp_path: Path, tiny: TinyRecipe, shapes: ModelShapes
 ) -> None:
-    check = disk_check(tiny(), tmp_path / "not" / "yet", engine_installed=True)
+    check = disk_check(tiny(), tmp_path / "not" / "yet", engine_installed=True, shapes=shapes)
     assert check.ok
     assert _disk_detail(display_path(tmp_path / "not" / "yet"), "1.0").fullmatch(check.detail)
 
@@ -311,7 +331,7 @@ def test_preflight_refuses_more_memory_than_this_machine_has(
     assert exc.value.hint == MEMORY_HINT
 
 
-def test_preflight_names_every_failed_check_and_joins_their_hints(
+def test_preflight_names_every_failed_check_and_gives_each_hint_a_line(
     empty_home: Path, cpu_tiny: Path
 ) -> None:
     # a synthetic model of a million layers (1098.6 GiB in bf16): no memory, no disk for it
@@ -327,7 +347,7 @@ def test_preflight_names_every_failed_check_and_joins_their_hints(
         r"2202\.3 GiB needed \(the engine venv is not installed yet\)",
         exc.value.message,
     )
-    assert exc.value.hint == f"{MEMORY_HINT}; {DISK_HINT}"
+    assert exc.value.hint == f"{MEMORY_HINT}\n{DISK_HINT}"
 
 
 def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path, cpu_tiny: Path) -> None:
@@ -381,13 +401,15 @@ def test_cli_reproduce_stops_before_any_work(
     assert not out.exists()
 
 
-def test_a_kv_cache_size_that_is_not_a_number_fails_cleanly(tiny: TinyRecipe) -> None:
-    check = memory_check(tiny('server.env.VLLM_CPU_KVCACHE_SPACE="lots"'), 16.0)
+def test_a_kv_cache_size_that_is_not_a_number_fails_cleanly(
+    tiny: TinyRecipe, shapes: ModelShapes
+) -> None:
+    check = memory_check(tiny('server.env.VLLM_CPU_KVCACHE_SPACE="lots"'), 16.0, shapes)
     assert not check.ok
     assert check.detail == "server.env.VLLM_CPU_KVCACHE_SPACE='lots' is not a number of GiB"
 
 
-def test_unreadable_cpu_flags_are_not_a_refusal(tiny: TinyRecipe) -> None:
+def test_unreadable_cpu_flags_are_not_checked_nor_a_refusal(tiny: TinyRecipe) -> None:
     check = isa_check(tiny(), "", [], "x86_64")
-    assert check.ok
+    assert check.ok is None and check.state == "not checked"
     assert check.detail == "no CPU flags readable (/proc/cpuinfo): ISA not checked"

@@ -15,15 +15,23 @@ from click.testing import CliRunner
 
 from kit.cli import main
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.preflight import Card, checks, gpu_checks, preflight, table
+from kit.preflight import Card, Estimate, checks, gpu_checks, model_shapes, preflight, table
 from kit.preflight.docker import container_checks
 from kit.preflight.gpu import GIB, estimate, visible_cards
-from kit.recipe import load_recipe
+from kit.preflight.shape import Shape
+from kit.recipe import LoadedRecipe, load_recipe
 
 SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 H200 = "recipes/h200-synthetic-int4-dflash.yaml"
 RTX3090 = Card(index=0, name="NVIDIA GeForce RTX 3090", memory_gib=24.0)
 H200_CARD = Card(index=0, name="NVIDIA H200", memory_gib=139.8)
+
+
+def sized(loaded: LoadedRecipe) -> Estimate:
+    """The per-card estimate, where the model's and the draft's shapes are known."""
+    shapes = model_shapes(loaded)
+    assert isinstance(shapes.target, Shape) and isinstance(shapes.draft_params, int), shapes
+    return estimate(loaded.recipe, shapes.target, shapes.draft_params)
 
 
 def test_the_seed_lists_every_missing_pin_and_the_gpus_in_one_run(repo_root: Path) -> None:
@@ -76,10 +84,9 @@ def test_the_forced_2x3090_rig_fits_the_seed(
     repo_root: Path, cached_models: Path, seed_pins: list[str]
 ) -> None:
     loaded = load_recipe(repo_root / SEED, seed_pins)
-    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
+    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None, model_shapes(loaded))
     assert [(c.name, c.ok) for c in items] == [("gpus", True), ("gpu memory", True)], table(items)
-    est = estimate(loaded.recipe)
-    assert est is not None
+    est = sized(loaded)
     # the formula by hand: the body INT4 g128 with bf16 scales, embeddings and lm_head in
     # bf16, over TP 2; KV int8 at 131072
     body = 64 * (5120 * 128 * 2 * (64 + 8) + 3 * 5120 * 17408)
@@ -94,7 +101,7 @@ def test_one_3090_is_refused_with_the_count(
     repo_root: Path, cached_models: Path, seed_pins: list[str]
 ) -> None:
     loaded = load_recipe(repo_root / SEED, seed_pins)
-    items = gpu_checks(loaded.recipe, [RTX3090], None)
+    items = gpu_checks(loaded.recipe, [RTX3090], None, model_shapes(loaded))
     assert [(c.name, c.ok) for c in items] == [("gpus", False)]
     assert items[0].detail == (
         "1 visible (NVIDIA GeForce RTX 3090 24 GiB); tensor_parallel_size 2 needs 2"
@@ -105,18 +112,28 @@ def test_a_context_that_does_not_fit_is_refused(
     repo_root: Path, cached_models: Path, seed_pins: list[str]
 ) -> None:
     loaded = load_recipe(repo_root / SEED, [*seed_pins, "server.kv_cache_dtype=auto"])
-    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
+    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None, model_shapes(loaded))
     assert not items[1].ok  # a bf16 KV cache at 131072 is 16 GiB a card on top of the weights
     assert "lower server.max_model_len" in items[1].hint
 
 
-def test_without_the_models_config_the_memory_is_not_estimated(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_pins: list[str]
+def test_without_the_models_config_the_memory_is_not_checked(
+    repo_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seed_pins: list[str],
+    offline: None,
 ) -> None:
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "empty"))
     loaded = load_recipe(repo_root / SEED, seed_pins)
-    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None)
-    assert items[1].ok and items[1].detail.startswith("not estimated:")
+    items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None, model_shapes(loaded))
+    assert (items[1].ok, items[1].state) == (None, "not checked")  # never ok
+    assert items[1].detail == (
+        "not estimated: model Qwen/Qwen3.8-27B: config.json is not in kit's cache, and "
+        "HF_HUB_OFFLINE is set; draft incoai/Qwen3.8-27B-DFlash2: config.json is not in kit's "
+        "cache, and HF_HUB_OFFLINE is set"
+    )
+    assert items[1].hint.startswith("unset HF_HUB_OFFLINE and run kit preflight ")
 
 
 def test_the_h200_recipes_fit_an_h200(repo_root: Path, every_recipe: Path) -> None:
@@ -124,7 +141,7 @@ def test_the_h200_recipes_fit_an_h200(repo_root: Path, every_recipe: Path) -> No
     if loaded.recipe.server.engine.device != "cuda" or "h200" not in every_recipe.name:
         pytest.skip("an H200 recipe")
     cards = [H200_CARD] * loaded.recipe.server.tensor_parallel_size
-    items = gpu_checks(loaded.recipe, cards, None)
+    items = gpu_checks(loaded.recipe, cards, None, model_shapes(loaded))
     assert all(c.ok for c in items), table(items)
     assert "GiB a card" in items[1].detail
 
@@ -134,11 +151,13 @@ def test_checks_are_pins_then_resources(repo_root: Path) -> None:
     assert names == ["engine python", "shm", "cpu-isa", "int4-path", "memory", "disk"]
 
 
-def test_a_rig_can_be_assumed_from_the_command_line(repo_root: Path, seed_pins: list[str]) -> None:
+def test_a_rig_can_be_assumed_from_the_command_line(
+    repo_root: Path, seed_pins: list[str], offline: None
+) -> None:
     args = ["preflight", str(repo_root / SEED), *[a for p in seed_pins for a in ("--set", p)]]
     res = CliRunner().invoke(main, [*args, "--rig", "2x24"])
     assert res.exit_code == 0, res.output
-    assert "ok      gpus                   2 assumed (card 24 GiB, card 24 GiB)" in res.stdout
+    assert "ok           gpus                   2 assumed (card 24 GiB, card 24 GiB)" in res.stdout
     one = CliRunner().invoke(main, [*args, "--rig", "1x24"])
     assert one.exit_code == 3
     assert "gpus: 1 assumed (card 24 GiB); tensor_parallel_size 2 needs 2" in one.stderr

@@ -14,11 +14,13 @@ import pytest
 from hubserver import Hub, serving_hub
 
 from kit.model.hub import hub_cache_dir
-from kit.preflight import checks, table
+from kit.paths import display_path
+from kit.preflight import checks, model_shapes, table
 from kit.preflight.disk import gpu_disk_check
 from kit.preflight.docker import container_checks, docker_check, nvidia_runtime_check
 from kit.preflight.engine import engine_python_check
 from kit.preflight.gpu import GIB, estimate
+from kit.preflight.shape import Shape
 from kit.recipe import load_recipe
 
 SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
@@ -64,13 +66,14 @@ def pinned_seed(repo_root: Path, hub: Hub) -> list[str]:
 
 def test_disk_is_sized_from_the_hub_before_any_download(repo_root: Path, hub: Hub) -> None:
     loaded = load_recipe(repo_root / SEED, pinned_seed(repo_root, hub))
-    item = gpu_disk_check(loaded.recipe, hub_cache_dir().parent, free=100.0)
+    shapes = model_shapes(loaded)
+    item = gpu_disk_check(loaded, hub_cache_dir().parent, shapes, free=100.0)
     assert item.ok, item.detail
     model = (WEIGHTS + len(json.dumps(CONFIG))) / GIB
     assert f"model {model:.1f} GiB" in item.detail and "not sized" not in item.detail
     # the estimate ran on the config.json the preflight fetched: quantized = weights x TP
-    est = estimate(loaded.recipe)
-    assert est is not None
+    assert isinstance(shapes.target, Shape)
+    est = estimate(loaded.recipe, shapes.target, 0)
     assert f"quantized {est.weights * 2:.1f} GiB" in item.detail
     # what was asked of the hub: metadata and the two config.json files, no weights
     fetched = [r for r in hub.requests if "/resolve/" in r]
@@ -80,23 +83,28 @@ def test_disk_is_sized_from_the_hub_before_any_download(repo_root: Path, hub: Hu
 
 def test_too_little_disk_fails_with_the_sizes(repo_root: Path, hub: Hub) -> None:
     loaded = load_recipe(repo_root / SEED, pinned_seed(repo_root, hub))
-    item = gpu_disk_check(loaded.recipe, hub_cache_dir().parent, free=0.5)
+    item = gpu_disk_check(loaded, hub_cache_dir().parent, model_shapes(loaded), free=0.5)
     assert not item.ok
     assert item.detail.startswith("0.5 GiB free for ") and "GiB needed (model " in item.detail
     assert item.fault == "environment" and "KIT_HOME" in item.hint
 
 
-def test_offline_or_unpinned_is_not_sized_and_passes(
-    repo_root: Path, hub: Hub, monkeypatch: pytest.MonkeyPatch
+def test_offline_or_unpinned_is_not_sized_and_not_checked(
+    repo_root: Path, hub: Hub, offline: None
 ) -> None:
     loaded = load_recipe(repo_root / SEED)  # revisions open
-    item = gpu_disk_check(loaded.recipe, hub_cache_dir().parent, free=10.0)
-    assert item.ok
+    item = gpu_disk_check(loaded, hub_cache_dir().parent, model_shapes(loaded), free=10.0)
+    assert (item.ok, item.state) == (None, "not checked")  # never ok
     assert "not sized: model Qwen/Qwen3.8-27B (not pinned)" in item.detail
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert item.hint.startswith(f"kit lock {display_path(repo_root / SEED)} pins the hub")
     loaded = load_recipe(repo_root / SEED, pinned_seed(repo_root, hub))
-    item = gpu_disk_check(loaded.recipe, hub_cache_dir().parent, free=10.0)
+    item = gpu_disk_check(loaded, hub_cache_dir().parent, model_shapes(loaded), free=10.0)
+    assert item.ok is None
     assert "model kit-test/big (HF_HUB_OFFLINE is set)" in item.detail
+    assert item.hint.startswith("unset HF_HUB_OFFLINE")
+    # what is known does not fit already: a problem, whatever is not sized
+    item = gpu_disk_check(loaded, hub_cache_dir().parent, model_shapes(loaded), free=0.5)
+    assert item.ok is False and "not sized: model kit-test/big" in item.detail
     assert not hub.requests
 
 
@@ -231,4 +239,4 @@ def test_a_containers_dev_shm_is_refused_with_the_fix() -> None:
     item = shm_check(64.0)  # docker's default --shm-size
     assert not item.ok and item.detail.startswith("64 MiB free in /dev/shm, about 256 MiB needed")
     assert "--shm-size=1g" in item.hint
-    assert shm_check(None).ok and shm_check(2048.0).ok
+    assert shm_check(None).state == "not checked" and shm_check(2048.0).ok

@@ -118,6 +118,23 @@ def completed(records: list[RequestRecord], label: str) -> list[RequestRecord]:
     ]
 
 
+def latencies_ms(done: list[RequestRecord]) -> dict[str, list[float]]:
+    """A point's latencies in ms, by its figure's name, from its completed requests: one value
+    a request (``ttft_ms``, ``first_chunk_ms``, ``tpot_ms``, ``e2e_ms``), or one a gap between
+    text chunks, every request's pooled (``itl_ms``)."""
+    return {
+        "ttft_ms": [(r.ttft_s or 0) * 1000 for r in done if r.ttft_s is not None],
+        "first_chunk_ms": [r.first_chunk_s * 1000 for r in done if r.first_chunk_s is not None],
+        "tpot_ms": [t * 1000 for r in done if (t := tpot_s(r)) is not None],
+        "itl_ms": [
+            (b - a) * 1000
+            for r in done
+            for a, b in zip(r.text_chunk_times_s, r.text_chunk_times_s[1:], strict=False)
+        ],
+        "e2e_ms": [(r.wall_s or 0) * 1000 for r in done],
+    }
+
+
 def summarize_point(
     label: str, pattern: str, level: float, records: list[RequestRecord], slo: Slo | None
 ) -> LoadPoint:
@@ -134,12 +151,7 @@ def summarize_point(
     prompt_tokens = sum(r.prompt_tokens or 0 for r in done)
     output_tokens = sum(r.completion_tokens or 0 for r in done)
     good = sum(1 for r in done if meets(r, slo)) if slo is not None else None
-    gaps = [
-        (b - a) * 1000
-        for r in done
-        for a, b in zip(r.text_chunk_times_s, r.text_chunk_times_s[1:], strict=False)
-    ]
-    firsts = [r.first_chunk_s * 1000 for r in done if r.first_chunk_s is not None]
+    ms = latencies_ms(done)
     return LoadPoint(
         label=label,
         pattern=pattern,
@@ -152,11 +164,11 @@ def summarize_point(
         total_tps=(prompt_tokens + output_tokens) / duration if duration else None,
         prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
-        ttft_ms=percentiles((r.ttft_s or 0) * 1000 for r in done if r.ttft_s is not None),
-        first_chunk_ms=percentiles(firsts) if firsts else None,
-        tpot_ms=percentiles(t * 1000 for r in done if (t := tpot_s(r)) is not None),
-        itl_ms=percentiles(gaps),
-        e2e_ms=percentiles((r.wall_s or 0) * 1000 for r in done),
+        ttft_ms=percentiles(ms["ttft_ms"]),
+        first_chunk_ms=percentiles(ms["first_chunk_ms"]) if ms["first_chunk_ms"] else None,
+        tpot_ms=percentiles(ms["tpot_ms"]),
+        itl_ms=percentiles(ms["itl_ms"]),
+        e2e_ms=percentiles(ms["e2e_ms"]),
         good=good,
         goodput_rps=(good / duration if duration else None) if good is not None else None,
     )

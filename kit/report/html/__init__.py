@@ -21,9 +21,17 @@ from kit.report.html.page import page
 from kit.report.schema import Report
 from kit.signing import SignatureCheck
 
-HTML_FILE = "report.html"
+__all__ = ["PlottingUnavailable", "html_path", "render_html", "write_html"]
 
-__all__ = ["HTML_FILE", "PlottingUnavailable", "render_html", "write_html"]
+
+def html_path(report_path: Path) -> Path:
+    """The page's default path: beside the report, named after it, so reports sharing a folder
+    never share a page (``NAME.json`` -> ``NAME.html``, ``NAME.report.json`` ->
+    ``NAME.report.html``, ``report.json`` -> ``report.html``; any other name gets ``.html``
+    added)."""
+    if report_path.suffix == ".json":
+        return report_path.with_suffix(".html")
+    return report_path.with_name(report_path.name + ".html")
 
 
 def render_html(report: Report, check: SignatureCheck) -> str:

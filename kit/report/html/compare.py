@@ -4,7 +4,8 @@ The page has the report page's style and no script: who each side is (run, rig, 
 model, verdict, signature check), the differences and warnings comparability found, then every
 figure of the comparison with A, B, the delta, the delta in percent and its noise band
 (:mod:`kit.noise`), flagged outside (with direction) or within noise, or inconclusive, and the
-re-run verdict.
+re-run verdict. A side read UNTRUSTED or UNSIGNED (:func:`kit.report.show.trust_label`) has its
+label in the title, in its column of the two runs and beside each of its figures.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kit.report.describe import engine_text, model_text, rig, spec_text
 from kit.report.html.page import html_table, verification
 from kit.report.html.table import head
 from kit.report.schema import Report
+from kit.report.show import side_labels, sides_label, trust_label
 from kit.signing import SignatureCheck
 
 Side = tuple[Report, SignatureCheck] | None
@@ -44,9 +46,11 @@ def _side_rows(label: str, side: Side) -> list[str]:
     r = rig(report.host)
     words, _ = verification(check)
     v = report.validity
+    trust = trust_label(check)
     return [
         label,
-        f"{report.run_id} ({report.recipe_name}, {report.created_at})",
+        f"{trust + ' ' if trust else ''}{report.run_id} ({report.recipe_name}, "
+        f"{report.created_at})",
         r.cell if r else "unknown (no host probe)",
         engine_text(report),
         model_text(report),
@@ -68,6 +72,12 @@ def _sides(comparison: Comparison, sides: Sequence[Side]) -> str:
     return f'<table class="sides">{top}{body}</table>'
 
 
+def _value(value: float | None, label: str | None) -> str:
+    """A figure's cell, led by its side's trust label when it has one."""
+    tag = f'<span class="trust">{escape(label)}</span> ' if label and value is not None else ""
+    return f'<td class="n">{tag}{_num(value)}</td>'
+
+
 def _flag(m: MetricDelta) -> tuple[str, str]:
     if m.delta is None:
         return "one side only", "unknown"
@@ -81,15 +91,18 @@ def _flag(m: MetricDelta) -> tuple[str, str]:
     return f"OUTSIDE noise ({m.direction}, {way})", way
 
 
-def _metrics(comparison: Comparison) -> str:
+def _metrics(comparison: Comparison, labels: dict[str, str]) -> str:
     head_cells = ("figure", "unit", "A", "B", "B - A", "delta %", "noise band ±%", "")
+    tag = sides_label(labels)
     rows: list[str] = []
     for m in comparison.metrics:
         flag, cls = _flag(m)
+        flag += f"; {tag}" if tag else ""
         cells = [
             f"<td>{escape(m.metric)}{' *' if m.headline else ''}</td>",
             f"<td>{escape(m.unit)}</td>",
-            *(f'<td class="n">{_num(v)}</td>' for v in (m.a, m.b)),
+            _value(m.a, labels.get("A")),
+            _value(m.b, labels.get("B")),
             f'<td class="n">{_num(m.delta, sign=True)}</td>',
             f'<td class="n">{_num(m.delta_pct, 1, sign=True)}</td>',
             f'<td class="n">{_num(m.band_pct, 1)}</td>',
@@ -102,7 +115,9 @@ def _metrics(comparison: Comparison) -> str:
 
 def compare_page(comparison: Comparison, sides: Sequence[Side]) -> str:
     """The page for a comparison; ``sides`` are A and B as read (None: a published reference)."""
-    title = "kit report compare: " + " vs ".join(
+    labels = side_labels([s[1] if s is not None else None for s in sides])
+    tag = sides_label(labels)
+    title = f"{tag + ': ' if tag else ''}kit report compare: " + " vs ".join(
         s[0].run_id if s else "published reference" for s in sides
     )
     notes = [
@@ -128,7 +143,12 @@ def compare_page(comparison: Comparison, sides: Sequence[Side]) -> str:
             + "".join(notes)
             + "</ul></section>"
         )
-    parts.append('<section id="metrics"><h2>Figures</h2>' + _metrics(comparison) + "</section>")
+    trust = f' <span class="trust">{escape(tag)}</span>' if tag else ""
+    parts.append(
+        f'<section id="metrics"><h2>Figures{trust}</h2>'
+        + _metrics(comparison, labels)
+        + "</section>"
+    )
     if comparison.verdict is not None:
         v = comparison.verdict
         cls = "ok" if v.verdict == "REPRODUCED" else "bad"
@@ -147,10 +167,11 @@ def compare_page(comparison: Comparison, sides: Sequence[Side]) -> str:
                 for f in v.figures
             ),
             numeric={1, 2, 3, 4},
+            label=tag or None,
         )
         causes = "".join(f"<li>{escape(c)}</li>" for c in [*v.causes, *v.not_comparable])
         parts.append(
-            '<section id="verdict"><h2>B as a re-run of A</h2>'
+            f'<section id="verdict"><h2>B as a re-run of A{trust}</h2>'
             f'<div class="banner {cls}" id="verdict-text">verdict: {escape(v.summary)}</div>'
             + figures
             + (f"<ul>{causes}</ul>" if causes else "")

@@ -1,5 +1,7 @@
 """The page: sections in a fixed order, each only when the report has its data, as one HTML
-string with its CSS inline and its charts as inline SVG."""
+string with its CSS inline and its charts as inline SVG. An UNTRUSTED or UNSIGNED run
+(:func:`kit.report.show.trust_label`) carries its label in the title, in the heading of every
+section with figures and in the first cell of every row of their tables."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from kit.report.describe import engine_text, kernels_text, model_text, num, rig,
 from kit.report.figures import prompt_headline
 from kit.report.html import charts, sweep
 from kit.report.schema import Report
-from kit.report.show import signer_text
+from kit.report.show import signer_text, trust_label
 from kit.signing import SignatureCheck
 
 CSS = """
@@ -38,6 +40,8 @@ ul.reasons li.error{background:#fde2e1;border-color:#c62828}li.error b{color:#a1
 ul.reasons li.warning{background:#fff8e1;border-color:#e0a800}li.warning b{color:#7a5a00}
 svg.chart{width:100%;height:auto;display:block;margin:.6em 0}
 .muted{color:#666}
+.trust{background:#fff4d6;color:#6b4a00;font-weight:700;border:1px solid #f0cf73;
+ border-radius:3px;padding:0 .3em}td.trust{border-radius:0}
 """
 
 
@@ -48,11 +52,17 @@ def _e(value: object) -> str:
 
 
 def html_table(
-    head: Iterable[str], rows: Iterable[Iterable[object]], numeric: Collection[int] = ()
+    head: Iterable[str],
+    rows: Iterable[Iterable[object]],
+    numeric: Collection[int] = (),
+    label: str | None = None,
 ) -> str:
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    """A table; with ``label`` (UNTRUSTED, UNSIGNED) a first column carries it on every row."""
+    th = "".join(f"<th>{escape(h)}</th>" for h in ((["signature"] if label else []) + [*head]))
+    lead = f'<td class="trust">{escape(label)}</td>' if label else ""
     body = "".join(
         "<tr>"
+        + lead
         + "".join(
             f'<td class="n">{_e(c)}</td>' if i in numeric else f"<td>{_e(c)}</td>"
             for i, c in enumerate(row)
@@ -68,8 +78,9 @@ def _pairs(rows: Iterable[tuple[str, object]]) -> str:
     return f"<table>{body}</table>"
 
 
-def _section(sid: str, title: str, body: str) -> str:
-    return f'<section id="{sid}"><h2>{escape(title)}</h2>\n{body}\n</section>'
+def _section(sid: str, title: str, body: str, label: str | None = None) -> str:
+    tag = f' <span class="trust">{escape(label)}</span>' if label else ""
+    return f'<section id="{sid}"><h2>{escape(title)}{tag}</h2>\n{body}\n</section>'
 
 
 def verification(check: SignatureCheck) -> tuple[str, str]:
@@ -113,7 +124,7 @@ def verdict_section(report: Report, check: SignatureCheck) -> str:
             ]
         )
     )
-    return _section("verdict", "Verdict", body)
+    return _section("verdict", "Verdict", body, trust_label(check))
 
 
 def rig_section(report: Report) -> str | None:
@@ -174,7 +185,7 @@ def rig_section(report: Report) -> str | None:
     return _section("rig", "Rig", gpus + facts + p2p)
 
 
-def _stats_rows(report: Report) -> str:
+def _stats_rows(report: Report, label: str | None = None) -> str:
     b = report.bench
     if b is None or not b.prompts:
         return ""
@@ -215,6 +226,7 @@ def _stats_rows(report: Report) -> str:
             for p in b.prompts
         ),
         numeric={2, 3, 4, 5, 6},
+        label=label,
     )
 
 
@@ -231,14 +243,16 @@ CAPTIONS = {
 }
 
 
-def chart_section(sid: str, title: str, svg: str | None, extra: str = "") -> str | None:
+def chart_section(
+    sid: str, title: str, svg: str | None, extra: str = "", label: str | None = None
+) -> str | None:
     if svg is None:
         return None
     caption = f'<p class="muted">{escape(CAPTIONS[sid])}</p>' if sid in CAPTIONS else ""
-    return _section(sid, title, svg + caption + extra)
+    return _section(sid, title, svg + caption + extra, label)
 
 
-def prefill_extra(report: Report) -> str:
+def prefill_extra(report: Report, label: str | None = None) -> str:
     b = report.bench
     if b is None:
         return ""
@@ -255,11 +269,11 @@ def prefill_extra(report: Report) -> str:
         for p in b.prefill
     ]
     return html_table(
-        ("depth (tokens)", "status", "prefill tok/s", "TTFT ms", "reason"), rows, {2, 3}
+        ("depth (tokens)", "status", "prefill tok/s", "TTFT ms", "reason"), rows, {2, 3}, label
     )
 
 
-def load_section(report: Report) -> str | None:
+def load_section(report: Report, label: str | None = None) -> str | None:
     b = report.bench
     if b is None or not b.load_points:
         return None
@@ -300,6 +314,7 @@ def load_section(report: Report) -> str | None:
             for p in sorted(b.load_points, key=lambda p: p.level)
         ),
         numeric={2, 3, 4, 5, 6, 7},
+        label=label,
     )
     caption = (
         '<p class="muted">Each point is one load level (output tokens/s over the point\'s '
@@ -307,7 +322,8 @@ def load_section(report: Report) -> str | None:
         "user, 1000 / TPOT p50; the Pareto front joins the points no other point beats on both "
         f"throughput per GPU ({gpus} GPU{'s' * (gpus != 1)}) and interactivity.</p>"
     )
-    return _section("load", "Load sweep", "".join(s for s in parts if s) + caption + table)
+    body = "".join(s for s in parts if s) + caption + table
+    return _section("load", "Load sweep", body, label)
 
 
 def provenance_section(report: Report, check: SignatureCheck) -> str:
@@ -349,7 +365,9 @@ def provenance_section(report: Report, check: SignatureCheck) -> str:
 
 
 def sections(report: Report, check: SignatureCheck) -> list[str]:
-    """The page's sections in order, those without data left out."""
+    """The page's sections in order, those without data left out; each with figures carries
+    the run's trust label (UNTRUSTED, UNSIGNED), if any."""
+    label = trust_label(check)
     steps: list[Callable[[], str | None]] = [
         lambda: verdict_section(report, check),
         lambda: rig_section(report),
@@ -357,22 +375,34 @@ def sections(report: Report, check: SignatureCheck) -> list[str]:
             "decode",
             "Decode throughput",
             charts.per_run_chart(report, "decode"),
-            _stats_rows(report),
+            _stats_rows(report, label),
+            label,
         ),
-        lambda: chart_section("ttft", "Time to first token", charts.per_run_chart(report, "ttft")),
         lambda: chart_section(
-            "prefill", "Prefill probe", charts.prefill_chart(report), prefill_extra(report)
+            "ttft", "Time to first token", charts.per_run_chart(report, "ttft"), label=label
         ),
-        lambda: chart_section("spec", "Speculative decoding", charts.spec_chart(report)),
-        lambda: chart_section("timeline", "GPU timeline", charts.timeline_chart(report)),
-        lambda: load_section(report),
+        lambda: chart_section(
+            "prefill",
+            "Prefill probe",
+            charts.prefill_chart(report),
+            prefill_extra(report, label),
+            label,
+        ),
+        lambda: chart_section(
+            "spec", "Speculative decoding", charts.spec_chart(report), label=label
+        ),
+        lambda: chart_section(
+            "timeline", "GPU timeline", charts.timeline_chart(report), label=label
+        ),
+        lambda: load_section(report, label),
         lambda: provenance_section(report, check),
     ]
     return [s for s in (step() for step in steps) if s is not None]
 
 
 def page(report: Report, check: SignatureCheck) -> str:
-    title = f"kit report: {report.recipe_name} ({report.run_id})"
+    label = trust_label(check)
+    title = f"{label + ': ' if label else ''}kit report: {report.recipe_name} ({report.run_id})"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -10,8 +10,9 @@ import yaml
 from click.testing import CliRunner
 
 from kit.cli import main
-from kit.importers import READERS, import_file
+from kit.importers import READERS, import_file, read_file
 from kit.importers.parse import parse_file
+from kit.importers.pins import open_pins
 from kit.recipe import load_recipe
 
 ALL_FAILED = "bench-serve-v0.25.1-all-failed.json"
@@ -57,6 +58,10 @@ def test_every_file_imports_into_a_valid_recipe(every_foreign_result: Path, tmp_
     recipe = load_recipe(out).recipe
     assert recipe.reference is not None and recipe.reference.points
     assert recipe.reference.source == every_foreign_result.name
+    # the reader's definitions, whole, for kit report compare to read
+    imp = read_file(every_foreign_result)
+    assert recipe.reference.definitions == imp.definitions and imp.definitions
+    assert recipe.reference.reference_only == imp.reference_only
     text = out.read_text()
     assert text.startswith(f"# Imported by `kit import` from {every_foreign_result.name}:\n")
     assert "# Open pins: what the file does not say." in text
@@ -170,3 +175,24 @@ def test_missing_base_exits_2(repo_root: Path, tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["import", str(path), "--base", str(base)])
     assert res.exit_code == 2
     assert res.stderr == f"error: {base}: no such base recipe\nhint: name one with --base\n"
+
+
+def test_open_pins_follow_what_the_reader_read(repo_root: Path) -> None:
+    path = repo_root / "tests/fixtures/foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
+    imp = read_file(path)
+    assert imp.open_pins == open_pins(imp)  # derived once, after reading
+    assert [p.field for p in imp.open_pins] == [
+        "model.revision",  # the file names facebook/opt-125m: the repository is not open
+        "quantization",
+        "server.engine",
+        "server",
+        "rig",
+        "bench.dataset",
+        "bench.sampling",
+    ]
+    stated = imp.model_copy(
+        update={"engine": "SGLang 0.5.5", "quantization": "none", "hardware": "1x H100"}
+    )
+    pins = {p.field: p.reason for p in open_pins(stated)}
+    assert "quantization" not in pins and "rig" not in pins
+    assert pins["server.engine"] == "SGLang 0.5.5 served it; kit serves with vLLM"

@@ -54,6 +54,13 @@ def test_bench_serve_c2(foreign: Path, imports: Imports) -> None:
     assert recipe.reference is not None
     assert recipe.reference.points["concurrency-2"].output_tps == 82.89297074037474
     assert recipe.reference.tool == "vllm bench serve"
+    # how compare reads vLLM's figures: its TTFT is kit's first chunk, its TPOT and ITL kit's
+    defs = recipe.reference.definitions
+    assert {k: d.kit for k, d in defs.items()} == {
+        "ttft_ms": "first_chunk_ms",
+        "tpot_ms": "tpot_ms",
+        "itl_ms": "itl_ms",
+    }
     assert "#   - model.revision: the file names no model revision" in done.recipe
 
 

@@ -177,7 +177,7 @@ def test_render_lists_every_metric(a: Report, b: Report) -> None:
 
 def test_untrusted_sides_are_labelled_on_every_figure_line(a: Report, b: Report) -> None:
     result = compare_reports(a, b)
-    text = comparison_text(result, frozenset({"B"}))
+    text = comparison_text(result, {"B": "UNTRUSTED"})
     lines = text.splitlines()
     assert lines[0] == f"A: {result.a}"
     assert lines[1] == f"B: UNTRUSTED {result.b}"
@@ -189,12 +189,19 @@ def test_untrusted_sides_are_labelled_on_every_figure_line(a: Report, b: Report)
         other.model_copy(
             update={"differences": [Difference(aspect="serving", refuses=False, detail="x")]}
         ),
-        frozenset({"B"}),
+        {"B": "UNTRUSTED"},
     ).splitlines()
     assert all(line.endswith("  UNTRUSTED (B)") for line in different if "(tok/s)" in line)
-    both = comparison_text(result, frozenset({"A", "B"})).splitlines()
+    both = comparison_text(result, {"A": "UNTRUSTED", "B": "UNTRUSTED"}).splitlines()
     assert both[0] == f"A: UNTRUSTED {result.a}"
     assert all(line.endswith("  UNTRUSTED (A+B)") for line in both if "(tok/s)" in line)
+    # an unsigned side has its own label, beside the other's; the verdict's lines carry both
+    mixed = comparison_text(result, {"A": "UNTRUSTED", "B": "UNSIGNED"}).splitlines()
+    assert mixed[:2] == [f"A: UNTRUSTED {result.a}", f"B: UNSIGNED {result.b}"]
+    tag = "  UNTRUSTED (A), UNSIGNED (B)"
+    assert all(line.endswith(tag) for line in mixed if "(tok/s)" in line)
+    verdict = mixed[mixed.index(f"B as a re-run of A (kit.report.reproduction):{tag}") + 1 :]
+    assert verdict[0].startswith("verdict: ") and all(line.endswith(tag) for line in verdict)
 
 
 # ---------------------------------------------------------------------------------------------

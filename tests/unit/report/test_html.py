@@ -205,16 +205,40 @@ def test_tampered_report_read_untrusted_is_labelled(tmp_path: Path) -> None:
     assert "signature VALID" not in page
 
 
-def test_cli_writes_report_html_beside_the_report(tmp_path: Path) -> None:
-    src = EXAMPLES[0]
-    copy = tmp_path / "run" / src.name
-    copy.parent.mkdir()
-    copy.write_bytes(src.read_bytes())
-    result = CliRunner().invoke(main, ["report", "html", str(copy), "--key", str(key_for(src))])
-    assert result.exit_code == 0, result.output
-    out = tmp_path / "run" / "report.html"
-    assert result.output.strip() == str(out)
-    assert section_ids(out.read_text())[0] == "verdict"
+def test_cli_writes_a_page_named_after_the_report_beside_it(tmp_path: Path) -> None:
+    # every example report in one folder: each gets its own page, none overwrites another
+    folder = tmp_path / "run"
+    folder.mkdir()
+    pages = {}
+    for src in EXAMPLES:
+        copy = folder / src.name
+        copy.write_bytes(src.read_bytes())
+        result = CliRunner().invoke(main, ["report", "html", str(copy), "--key", str(key_for(src))])
+        assert result.exit_code == 0, result.output
+        out = folder / src.name.replace(".report.json", ".report.html")
+        assert result.output.strip() == str(out)
+        pages[out] = out.read_text()
+    assert len(pages) == len(EXAMPLES) == 4
+    assert sorted(p.name for p in folder.glob("*.html")) == sorted(p.name for p in pages)
+    assert all(section_ids(page)[0] == "verdict" for page in pages.values())
+    titles = {t for page in pages.values() for t in re.findall(r"<title>(.*?)</title>", page)}
+    assert len(titles) == 4  # each page its own run
+
+
+@pytest.mark.parametrize(
+    ("name", "page"),
+    [
+        ("report.json", "report.html"),
+        ("run-a.json", "run-a.html"),
+        ("h200.report.json", "h200.report.html"),
+        ("report", "report.html"),
+        ("notes.txt", "notes.txt.html"),
+    ],
+)
+def test_default_page_name(name: str, page: str) -> None:
+    from kit.report.html import html_path
+
+    assert html_path(Path("runs") / name) == Path("runs") / page
 
 
 def test_without_matplotlib_the_error_names_the_extra(tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
 """kit report table: the committed example reports (their copies in tests/fixtures/examples/, all
 verifying against its keys/), a tampered copy and a report re-signed with a stranger's key (both
 refused, exit 1, or listed apart with --include-unverified), a file that is not a report (exit 2),
-the grouping and the cells of one example against the figures in the report itself, well-formed
-Markdown, and the HTML page and compare page as written."""
+the grouping and the cells of one example against the figures in the report itself, sections by
+kind (single-stream decode, load-sweep peaks, INVALID runs, the verdict first) with the committed
+load reports and the INVALID DFlash2 token0 run, well-formed Markdown, and the HTML page and
+compare page as written."""
 
 from __future__ import annotations
 
@@ -16,7 +18,14 @@ from click.testing import CliRunner, Result
 
 from kit.cli import main
 from kit.report.files import read_report
-from kit.report.table import COLUMNS, build_table, markdown
+from kit.report.table import (
+    INVALID_COLUMNS,
+    SINGLE_COLUMNS,
+    SWEEP_COLUMNS,
+    Table,
+    build_table,
+    markdown,
+)
 from kit.signing import canonical_bytes, generate_keypair, load_private_key, load_public_key
 from kit.signing.envelope import sign_report
 
@@ -25,8 +34,12 @@ KEYS = FIXTURES / "examples" / "keys"
 EXAMPLES = sorted((FIXTURES / "examples" / "reports").glob("*.report.json"))
 TP2 = FIXTURES / "examples" / "reports" / "h200x2-tp2.report.json"
 SWEEP = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
+SWEEP_VALID = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-03" / "report.json"
+DFLASH2 = sorted((FIXTURES / "results").glob("h200-dflash2-*/*.report.json"))
+TOKEN0 = FIXTURES / "results" / "h200-dflash2-2026-12-02" / "token0.report.json"  # INVALID
+COMMITTED = [*EXAMPLES, SWEEP, SWEEP_VALID, *DFLASH2]
 GROUP_2X = (
-    "## synthetic Qwen3 (36L, h4096, seed 0), AutoRound INT4 g128 sym · "
+    "### synthetic Qwen3 (36L, h4096, seed 0), AutoRound INT4 g128 sym · "
     "2× NVIDIA H200, PCIe Gen5 x16/x16 · vllm 0.26.0"
 )
 
@@ -89,7 +102,7 @@ def test_every_example_verifies_and_is_listed() -> None:
     rows = [
         line for line in result.output.splitlines() if line.startswith("| ") and "---" not in line
     ]
-    assert len([r for r in rows if not r.startswith("| rig ")]) == len(EXAMPLES)
+    assert len([r for r in rows if not r.startswith("| verdict ")]) == len(EXAMPLES)
     assert all(run_id in result.output for run_id in runs)
     assert "Unverified" not in result.output
     assert result.output.startswith("# Benchmarks\n\n4 report(s), each verified")
@@ -114,7 +127,10 @@ def test_grouping_and_cells_of_the_2x_h200_tp2_run() -> None:
     code = next(p for p in report.bench.prompts if p.prompt == "code").decode_tps
     prefill = {p.depth: p.prefill_tps for p in report.bench.prefill}
     assert narrative.mean == pytest.approx(218.57, abs=0.005)
+    assert row.kind == "single-stream" and row.valid
     assert row.cells == {
+        "verdict": "valid",
+        "kind": "single-stream",
         "rig": "2× NVIDIA H200, PCIe Gen5 x16/x16",
         "power cap": "700/700 W",
         "interconnect": "NVLink",
@@ -125,9 +141,11 @@ def test_grouping_and_cells_of_the_2x_h200_tp2_run() -> None:
         f"{narrative.cv_pct:.1f}%)",
         "code decode TPS": f"222.5 [221.8-224.1] (mean {code.mean:.1f}, CV {code.cv_pct:.1f}%)",
         "prefill tok/s": f"{prefill[10000].mean:,.0f} @10k / {prefill[90000].mean:,.0f} @90k",
+        "peak output tok/s": "-",
+        "reached at": "-",
+        "tok/s per stream there": "-",
         "peak VRAM": "130,429/130,429 MiB",
         "acceptance": "1.00 (0.0%)",
-        "verdict": "valid",
         "date": "2026-11-29",
         "key": "example (832b86a2770d)",
     }
@@ -145,32 +163,94 @@ def test_grouping_and_cells_of_the_2x_h200_tp2_run() -> None:
     assert text.index("20261129T233924Z-8b2092") > heading
 
 
-def test_a_load_sweep_shows_its_peak_and_level() -> None:
+def test_a_load_sweep_shows_its_peak_and_level_in_its_own_columns() -> None:
     table = build_table([SWEEP], KEYS)
     (row,) = table.rows
     report, _ = read_report(SWEEP, load_public_key(KEYS / "h200-2026-12-02-s2.pub"))
     assert report.bench is not None
     best = max(report.bench.load_points, key=lambda p: p.output_tps or 0)
-    assert best.label == "concurrency-64"
-    assert (
-        row.cells["narrative decode TPS"]
-        == f"{best.output_tps:.1f} peak at concurrency-64 (load sweep)"
-    )
-    assert row.cells["narrative decode TPS"].startswith("3177.2 peak")
-    assert row.cells["code decode TPS"] == "- (load sweep)"
+    assert best.label == "concurrency-64" and best.tpot_ms.p50 is not None
+    assert row.kind == "load sweep" and not row.valid
+    assert row.cells["peak output tok/s"] == f"{best.output_tps:,.1f}" == "3,177.2"
+    assert row.cells["reached at"] == "concurrency 64"
+    assert row.cells["tok/s per stream there"] == f"{1000 / best.tpot_ms.p50:,.1f}"
+    # the aggregate is never passed off as a decode figure
+    assert row.cells["narrative decode TPS"] == row.cells["code decode TPS"] == "-"
     assert row.cells["verdict"] == "INVALID (incomplete)"
     assert row.decode_tps is None and row.sweep_peak_tps == best.output_tps
+    assert row.rank == best.output_tps
 
 
-def test_markdown_is_well_formed() -> None:
-    text = markdown(build_table([*EXAMPLES, SWEEP], KEYS))
+@pytest.fixture(scope="module")
+def committed() -> Table:
+    """Every committed signed report copied under tests/fixtures, verified (built once)."""
+    return build_table(COMMITTED, KEYS)
+
+
+def test_markdown_is_well_formed(committed: Table) -> None:
+    text = markdown(committed)
     found = tables(text)
-    assert len(found) == 3  # one per model × rig × engine
+    widths = {len(SINGLE_COLUMNS) + 1, len(SWEEP_COLUMNS) + 1, len(INVALID_COLUMNS) + 1}
     for lines in found:
-        widths = {len(cells(line)) for line in lines}
-        assert widths == {len(COLUMNS) + 1}, lines
+        assert len({len(cells(line)) for line in lines}) == 1, lines
+        assert len(cells(lines[0])) in widths
         assert set(lines[1]) <= set("|-")
-    assert text.count("\n## ") == 3
+    # a section per kind, a heading per model × rig × engine in each
+    assert re.findall(r"^## (.*)$", text, re.M) == [
+        "Single-stream decode",
+        "Load-sweep peaks",
+        "INVALID runs",
+    ]
+    assert text.count("\n### ") == len(found) == 6
+
+
+def section_of(text: str, title: str) -> str:
+    """A Markdown section's text, from its heading to the next one of its level."""
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def test_sections_separate_single_stream_sweeps_and_invalid_runs(committed: Table) -> None:
+    table = committed
+    assert not table.refused
+    by_source = {Path(r.source): r for r in table.rows}
+    token0 = by_source[TOKEN0]
+    assert token0.kind == "single-stream" and not token0.valid
+    assert token0.cells["verdict"] == "INVALID (decode-cv-high)"
+    assert token0.cells["narrative decode TPS"].startswith("2,623.7 ")  # CV 13.5 %
+    sections = {s.sid: s for s in table.sections()}
+    assert list(sections) == ["single-stream", "load-sweep", "invalid"]
+    single, sweeps, invalid = sections.values()
+    # the verdict leads every section's columns
+    assert single.columns == SINGLE_COLUMNS and single.columns[0] == "verdict"
+    assert sweeps.columns == SWEEP_COLUMNS and sweeps.columns[0] == "verdict"
+    assert invalid.columns == INVALID_COLUMNS and invalid.columns[:2] == ("verdict", "kind")
+    assert "peak output tok/s" not in single.columns
+    assert "narrative decode TPS" not in sweeps.columns
+    # valid single-stream runs only, valid sweeps only, every INVALID run apart
+    assert all(r.valid and r.kind == "single-stream" for r in single.rows)
+    assert len(single.rows) == 6  # the 4 examples, 2 DFlash2 runs
+    assert [Path(r.source) for r in sweeps.rows] == [SWEEP_VALID]
+    assert {Path(r.source) for r in invalid.rows} == {TOKEN0, SWEEP}
+    # the 2,623 tok/s INVALID run outranks every valid one by its figure, and is ranked with none
+    assert all((token0.rank or 0) > (r.rank or 0) for r in single.rows)
+    assert token0 not in single.rows
+
+    text = markdown(table)
+    decode = section_of(text, "Single-stream decode")
+    assert "2,623.7" not in decode and "INVALID" not in decode and "3,17" not in decode
+    for lines in tables(decode):
+        assert cells(lines[0]) == [*SINGLE_COLUMNS, "run"]
+    peaks = section_of(text, "Load-sweep peaks")
+    (lines,) = tables(peaks)
+    assert cells(lines[0]) == [*SWEEP_COLUMNS, "run"]
+    assert cells(lines[2])[:1] == ["valid"]
+    assert "3,174.8" in lines[2] and "concurrency 64" in lines[2]
+    bad = section_of(text, "INVALID runs")
+    rows = [cells(line) for lines in tables(bad) for line in lines[2:]]
+    assert sorted(r[0] for r in rows) == ["INVALID (decode-cv-high)", "INVALID (incomplete)"]
+    assert {r[1] for r in rows} == {"single-stream", "load sweep"}
 
 
 def test_tampered_and_stranger_are_refused(tampered: Path, stranger: Path) -> None:
@@ -208,11 +288,13 @@ def test_include_unverified_lists_them_apart(
     assert str(tampered) not in main_part and str(stranger) not in main_part
     rows = tables(unverified)[0]
     assert len(rows) == 4  # header, rule, two files
-    assert cells(rows[2])[0] == str(tampered)
-    assert "the report was altered" in cells(rows[2])[1]
-    assert "mean 118.6" in rows[2]  # what the tampered file claims, shown unchecked, apart
-    assert cells(rows[3])[0] == str(stranger)
-    assert "which is not among the keys" in cells(rows[3])[1]
+    assert cells(rows[0])[:4] == ["signature", "verdict", "file", "why refused"]
+    assert cells(rows[2])[:3] == ["UNVERIFIED", "UNVERIFIED valid", str(tampered)]
+    assert "the report was altered" in cells(rows[2])[3]
+    # what the tampered file claims, shown unchecked, apart, led by its label
+    assert "UNVERIFIED 221.7 [206.4-224.4] (mean 118.6" in rows[2]
+    assert cells(rows[3])[:3] == ["UNTRUSTED", "UNTRUSTED valid", str(stranger)]
+    assert "which is not among the keys" in cells(rows[3])[3]
     assert "mean 118.6" not in main_part
     page = html.read_text()
     assert page.count('<tr class="g') == len(EXAMPLES) + 2
@@ -280,3 +362,30 @@ def test_compare_html_shows_both_runs_and_bands(tmp_path: Path) -> None:
     assert "INCONCLUSIVE (band too wide)" in page  # TTFT over 5 runs
     assert "20261201T151732Z-811bf3" in page and "20261201T175553Z-c46ae3" in page
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")
+
+
+def test_html_page_has_a_table_per_section_verdict_first(committed: Table, tmp_path: Path) -> None:
+    from kit.report.html.table import table_page
+
+    page = table_page(committed)
+    assert re.findall(r'<section id="([a-z-]+)">', page) == [
+        "single-stream",
+        "load-sweep",
+        "invalid",
+    ]
+    tables_by_id = dict(re.findall(r'<table class="runs" id="([a-z-]+)">(.*?)</table>', page, re.S))
+    assert list(tables_by_id) == ["runs", "sweeps", "invalid-runs"]
+    runs_of = {
+        tid: re.findall(r'<td class="mono run">([^<]+)</td></tr>', body)
+        for tid, body in tables_by_id.items()
+    }
+    token0 = next(r for r in committed.rows if Path(r.source) == TOKEN0)
+    assert token0.run_id in runs_of["invalid-runs"]
+    assert token0.run_id not in runs_of["runs"]  # a click on a header never ranks it there
+    assert len(runs_of["runs"]) == 6 and len(runs_of["sweeps"]) == 1
+    for tid, body in tables_by_id.items():
+        heads = re.findall(r"<th [^>]*>([^<]+)</th>", body)
+        assert heads[:3] == ["verdict", "model / quant", "engine"], tid
+        assert heads[-1] == "run"
+    sweeps = re.findall(r"<th [^>]*>([^<]+)</th>", tables_by_id["sweeps"])
+    assert "peak output tok/s" in sweeps and "narrative decode TPS" not in sweeps

@@ -285,13 +285,14 @@ def test_cli_compare_checks_both_signatures(config: Path, reports: Path) -> None
     res = runner.invoke(main, ["report", "compare", a, b, "--allow-untrusted", "--allow-unsigned"])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("A: UNTRUSTED ") and not lines[1].startswith("B: UNTRUSTED")
+    assert lines[0].startswith("A: UNTRUSTED ") and lines[1].startswith("B: UNSIGNED ")
     rows = [line for line in lines if "(tok/s)" in line]
-    assert rows and all(line.endswith("  UNTRUSTED (A)") for line in rows)
+    assert rows and all(line.endswith("  UNTRUSTED (A), UNSIGNED (B)") for line in rows)
     res = runner.invoke(
         main, ["report", "compare", a, b, "--allow-untrusted", "--allow-unsigned", "--json"]
     )
     assert json.loads(res.stdout)["a"].startswith("UNTRUSTED ")
+    assert json.loads(res.stdout)["b"].startswith("UNSIGNED ")
 
 
 # ---------------------------------------------------------------------------------------------
