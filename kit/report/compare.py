@@ -18,7 +18,6 @@ from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.errors import VerificationFailed
-from kit.metrics import Stats
 from kit.report.comparability import Difference, comparability, refuse_or_keep
 from kit.report.deltas import MetricDelta, delta, figure_deltas
 from kit.report.figures import peaks
@@ -27,7 +26,7 @@ from kit.report.reproduction import judge
 from kit.report.schema import Report
 from kit.report.verdict import Reproduction
 
-__all__ = ["Comparison", "MetricDelta", "compare_reports", "delta", "label", "mean", "peaks"]
+__all__ = ["Comparison", "MetricDelta", "compare_reports", "delta", "label", "peaks"]
 
 
 class Comparison(FrozenModel):
@@ -50,10 +49,6 @@ class Comparison(FrozenModel):
         description="Against a published reference with load points (kit import): this run's "
         "points judged label by label (kit.report.points); None otherwise.",
     )
-
-
-def mean(s: Stats | None) -> float | None:
-    return s.mean if s is not None else None
 
 
 def label(report: Report) -> str:

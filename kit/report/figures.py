@@ -4,7 +4,8 @@ Each :class:`Figure` has its value (a headline's median where the figure has run
 half-width of its interval (kit.noise) and whether it is a **headline** figure, one the
 reproduction verdict judges: each prompt's decode tokens/s, each prefill depth's tokens/s and
 each load point's output tokens/s. A report written before headlines gets them computed from
-its records, the same way.
+its records, the same way. Where a figure has runs it also carries their mean, the Club-3090
+statistic published figures use (``kit report compare --reference`` compares means).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from dataclasses import dataclass
 
 from kit.bench.stream import RequestRecord
 from kit.bench.summary import decode_headline
+from kit.metrics import Stats
 from kit.noise import Headline, headline
 from kit.probe import Unavailable
 from kit.report.schema import Report
+
+PEAK_VRAM = "peak VRAM GPU"  # one figure per sampled GPU: "peak VRAM GPU 0", ...
 
 
 @dataclass(frozen=True)
@@ -29,10 +33,13 @@ class Figure:
     value: float | None
     half_width_pct: float | None  # None: a single reading or a counter
     headline: bool  # judged by the reproduction verdict
+    mean: float | None = None  # the runs' mean (published figures are means); else the value
 
 
-def _of(h: Headline, name: str, unit: str, up: bool, judged: bool) -> Figure:
-    return Figure(name, unit, up, h.value, h.half_width_pct, judged)
+def _of(
+    h: Headline, name: str, unit: str, up: bool, judged: bool, mean: float | None = None
+) -> Figure:
+    return Figure(name, unit, up, h.value, h.half_width_pct, judged, mean)
 
 
 def prompt_headline(report: Report, prompt: str) -> Headline | None:
@@ -63,14 +70,16 @@ def _prompt_figures(report: Report) -> list[Figure]:
     for p in b.prompts if b else []:
         decode = prompt_headline(report, p.prompt)
         if decode is not None:
-            out.append(_of(decode, f"{p.prompt} decode TPS", "tok/s", True, True))
+            out.append(
+                _of(decode, f"{p.prompt} decode TPS", "tok/s", True, True, _mean(p.decode_tps))
+            )
         used = [r for r in _runs(b.records, p.prompt, "measured") if r.usable] if b else []
         wall = _records_headline(used, "wall_tps", lambda r: r.wall_tps)
         ttft = _records_headline(
             used, "ttft_ms", lambda r: r.ttft_s * 1000 if r.ttft_s is not None else None
         )
-        out.append(_of(wall, f"{p.prompt} wall TPS", "tok/s", True, False))
-        out.append(_of(ttft, f"{p.prompt} TTFT", "ms", False, False))
+        out.append(_of(wall, f"{p.prompt} wall TPS", "tok/s", True, False, _mean(p.wall_tps)))
+        out.append(_of(ttft, f"{p.prompt} TTFT", "ms", False, False, _mean(p.ttft_ms)))
     return out
 
 
@@ -89,12 +98,16 @@ def _prefill_figures(report: Report) -> list[Figure]:
             runs = _runs(b.records, f"prefill-{pf.depth}", "prefill")
             h = _records_headline([r for r in runs if r.error is None], "prefill_tps", _prefill)
         if h is not None:
-            out.append(_of(h, f"prefill {pf.depth}", "tok/s", True, True))
+            out.append(_of(h, f"prefill {pf.depth}", "tok/s", True, True, _mean(pf.prefill_tps)))
     return out
 
 
 def _single(name: str, unit: str, value: float | None, up: bool, judged: bool = False) -> Figure:
-    return Figure(name, unit, up, value, None, judged)
+    return Figure(name, unit, up, value, None, judged, value)
+
+
+def _mean(s: Stats | None) -> float | None:
+    return s.mean if s is not None else None
 
 
 def _load_figures(report: Report) -> list[Figure]:
@@ -127,7 +140,7 @@ def _other_figures(report: Report) -> list[Figure]:
         out.append(_single("acceptance rate", "%", rate, True))
         out.append(_single("acceptance length", "tokens", s.acceptance_length, True))
     for gpu, mib in peaks(report).items():
-        out.append(_single(f"peak VRAM GPU {gpu}", "MiB", mib, False))
+        out.append(_single(f"{PEAK_VRAM} {gpu}", "MiB", mib, False))
     if report.energy_per_token_j is not None:
         out.append(_single("energy", "J/token", report.energy_per_token_j, False))
     return out

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import BadInputError
-from kit.recipe import load_recipe, shown_recipe_sha256
+from kit.recipe import Reference, load_recipe, shown_recipe_sha256
 from kit.report.comparability import (
     REFUSING,
     SERVING_IGNORED,
@@ -17,8 +17,9 @@ from kit.report.comparability import (
     refuse_or_keep,
     section_diff,
 )
-from kit.report.compare import Comparison, MetricDelta, delta, label, mean, peaks
+from kit.report.compare import Comparison, MetricDelta, delta, label
 from kit.report.describe import rig
+from kit.report.figures import PEAK_VRAM, Figure, figures
 from kit.report.points import compare_points
 from kit.report.schema import Report
 
@@ -86,53 +87,7 @@ def compare_with_reference(
         warnings.append("this run used this recipe exactly (same sha256)")
     if not report.validity.valid:
         warnings.append("this run is not valid (see its validity verdict)")
-    metrics: list[MetricDelta] = []
-    prompts = {p.prompt: p for p in report.bench.prompts} if report.bench else {}
-    for name, fig in ref.prompts.items():
-        p = prompts.get(name)
-        decode, wall, ttft = (p.decode_tps, p.wall_tps, p.ttft_ms) if p else (None, None, None)
-        metrics.append(delta(f"{name} decode TPS", "tok/s", fig.decode_tps, mean(decode)))
-        metrics.append(delta(f"{name} wall TPS", "tok/s", fig.wall_tps, mean(wall)))
-        metrics.append(delta(f"{name} TTFT", "ms", fig.ttft_ms, mean(ttft), False))
-    measured = (
-        {p.depth: p for p in report.bench.prefill if p.status == "measured"} if report.bench else {}
-    )
-    for depth, tps in sorted(ref.prefill_tps.items()):
-        pf = measured.get(depth)
-        metrics.append(
-            delta(f"prefill {depth}", "tok/s", tps, mean(pf.prefill_tps if pf else None))
-        )
-    if ref.acceptance is not None:
-        acc = ref.acceptance
-        sd = report.bench.spec_decode if report.bench else None
-        rate = sd.acceptance_rate * 100 if sd and sd.acceptance_rate is not None else None
-        metrics.append(
-            delta(
-                "acceptance rate",
-                "%",
-                acc.accepted / acc.drafted * 100 if acc.drafted else None,
-                rate,
-            )
-        )
-        metrics.append(
-            delta(
-                "acceptance length",
-                "tokens",
-                1 + acc.accepted / acc.drafts if acc.drafts else None,
-                sd.acceptance_length if sd else None,
-            )
-        )
-    if ref.peak_vram_mib is not None:
-        highest = peaks(report)
-        metrics.append(
-            delta(
-                "peak VRAM (highest card)",
-                "MiB",
-                ref.peak_vram_mib,
-                max(highest.values()) if highest else None,
-                False,
-            )
-        )
+    metrics = _reference_deltas(ref, figures(report))
     return Comparison(
         a=f"reference: {ref.source}" + (f" ({ref.date})" if ref.date else ""),
         b=label(report),
@@ -143,3 +98,44 @@ def compare_with_reference(
         metrics=metrics,
         points=compare_points(report, ref) if ref.points else None,
     )
+
+
+def _reference_deltas(ref: Reference, figs: list[Figure]) -> list[MetricDelta]:
+    """The reference's published figures against the run's (kit.report.figures), mean for
+    mean: published figures are the Club-3090 means."""
+    run = {f.name: f.mean for f in figs}
+
+    def against(name: str, unit: str, published: float | None, up: bool = True) -> MetricDelta:
+        return delta(name, unit, published, run.get(name), up)
+
+    out: list[MetricDelta] = []
+    for name, fig in ref.prompts.items():
+        out.append(against(f"{name} decode TPS", "tok/s", fig.decode_tps))
+        out.append(against(f"{name} wall TPS", "tok/s", fig.wall_tps))
+        out.append(against(f"{name} TTFT", "ms", fig.ttft_ms, False))
+    for depth, tps in sorted(ref.prefill_tps.items()):
+        out.append(against(f"prefill {depth}", "tok/s", tps))
+    if ref.acceptance is not None:
+        acc = ref.acceptance
+        out.append(
+            against(
+                "acceptance rate", "%", acc.accepted / acc.drafted * 100 if acc.drafted else None
+            )
+        )
+        out.append(
+            against(
+                "acceptance length", "tokens", 1 + acc.accepted / acc.drafts if acc.drafts else None
+            )
+        )
+    if ref.peak_vram_mib is not None:
+        cards = [f.mean for f in figs if f.name.startswith(PEAK_VRAM) and f.mean is not None]
+        out.append(
+            delta(
+                "peak VRAM (highest card)",
+                "MiB",
+                ref.peak_vram_mib,
+                max(cards, default=None),
+                False,
+            )
+        )
+    return out
