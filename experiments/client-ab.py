@@ -32,7 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kit import engine as engine_mod  # noqa: E402
-from kit.bench import SequentialClient, model_info, request_body  # noqa: E402
+from kit.bench import (  # noqa: E402
+    RequestTag,
+    SequentialClient,
+    StreamLimits,
+    model_info,
+    request_body,
+)
 from kit.bench.runner import scrape_metrics  # noqa: E402
 from kit.build import build  # noqa: E402
 from kit.metrics import request_witness  # noqa: E402
@@ -85,9 +91,10 @@ def main() -> None:
 
                 def send_new(i: int) -> Any:
                     return new.stream(
-                        body, prompt="p", phase="measured", index=i,
-                        stall_s=bench.stall_timeout_s, **limits,
-                    )  # fmt: skip
+                        body,
+                        RequestTag("p", "measured", i),
+                        StreamLimits(stall_s=bench.stall_timeout_s, **limits),
+                    )
 
                 def send_old(i: int) -> Any:
                     return old.stream_request(

@@ -110,7 +110,9 @@ def stdlib_client(port: int, requests: int, tokens: int) -> int:
 
 
 def aio_client(port: int, requests: int, tokens: int) -> int:
-    from kit.bench import aio
+    from kit.bench import RequestTag, StreamLimits, aio
+
+    limits = StreamLimits(usable_fraction=0.25, deadline_s=600, stall_s=60)
 
     async def run() -> int:
         conn = aio.Connection(f"http://127.0.0.1:{port}")
@@ -118,9 +120,8 @@ def aio_client(port: int, requests: int, tokens: int) -> int:
         t0 = time.perf_counter()
         for i in range(requests):
             rec = await aio.stream_request(
-                conn, body(tokens), prompt="p", phase="load", index=i, usable_fraction=0.25,
-                deadline_s=600, stall_s=60, t0=t0,
-            )  # fmt: skip
+                conn, body(tokens), RequestTag("p", "load", i), limits, t0=t0
+            )
             assert rec.error is None, rec.error
             got += len(rec.text_chunk_times_s)
         await conn.close()
@@ -130,15 +131,13 @@ def aio_client(port: int, requests: int, tokens: int) -> int:
 
 
 def sequential_client(port: int, requests: int, tokens: int) -> int:
-    from kit.bench import SequentialClient
+    from kit.bench import RequestTag, SequentialClient, StreamLimits
 
+    limits = StreamLimits(usable_fraction=0.25, deadline_s=600, stall_s=60)
     got = 0
     client = SequentialClient(f"http://127.0.0.1:{port}")
     for i in range(requests):
-        rec = client.stream(
-            body(tokens), prompt="p", phase="measured", index=i, usable_fraction=0.25,
-            deadline_s=600, stall_s=60,
-        )  # fmt: skip
+        rec = client.stream(body(tokens), RequestTag("p", "measured", i), limits)
         assert rec.error is None, rec.error
         got += len(rec.text_chunk_times_s)
     client.close()

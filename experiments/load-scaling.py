@@ -128,17 +128,15 @@ def stdlib_arm(port: int, p: int, requests: int, tokens: int) -> tuple[float, in
 
 def kit_arm(port: int, p: int, requests: int, tokens: int) -> tuple[float, int, float]:
     from kit.bench.load.datasets import Planned
-    from kit.bench.load.run import run_point
+    from kit.bench.load.run import LoadTarget, run_point
     from kit.recipe import load_recipe
 
     load = f"{{pattern: concurrency, levels: [{p}], requests: {p * requests}, processes: {p}}}"
     root = Path(__file__).resolve().parents[1]
     bench = load_recipe(str(root / "recipes" / "cpu-tiny.yaml"), [f"bench.load={load}"])
     planned = [Planned(text="x", max_tokens=tokens)]
-    records, cpu = run_point(
-        f"http://127.0.0.1:{port}", bench.recipe.bench, "m", p, planned, "load", "s",
-        time.perf_counter(),
-    )  # fmt: skip
+    target = LoadTarget(f"http://127.0.0.1:{port}", bench.recipe.bench, "m", planned)
+    records, cpu = run_point(target, p, "load", "s", time.perf_counter())
     assert all(r.error is None for r in records), [r.error for r in records if r.error][:3]
     got = sum(len(r.text_chunk_times_s) for r in records)
     start = min(r.sent_s or 0.0 for r in records)

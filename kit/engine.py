@@ -25,7 +25,7 @@ from pydantic import Field
 from kit import installer
 from kit import patches as patches_mod
 from kit.enginefacts import EngineFacts
-from kit.errors import BadInputError, EnvironmentProblem
+from kit.errors import EnvironmentProblem
 from kit.patches import PatchManifest
 from kit.paths import display_path, kit_home
 from kit.recipe import Engine
@@ -227,19 +227,3 @@ def resolve(engine: Engine, series: str | None, python: str | None = None) -> En
     else:
         env = ensure_managed(engine, series)
     return verify_patches(env, series)
-
-
-def series_problems(engine: Engine, series_name: str | None, label: str) -> list[str]:
-    """Recipe problems with its patch series: missing, malformed, or for another engine."""
-    if series_name is None:
-        return []
-    try:
-        series = patches_mod.series_named(series_name)
-    except BadInputError as exc:
-        return [f"{label}: server.patches: {line}" for line in exc.message.splitlines()]
-    if (series.engine, series.version) != (engine.name, engine.version):
-        return [
-            f"{label}: server.patches: series {series_name} is for {series.engine} "
-            f"{series.version}, the recipe's engine is {engine.name} {engine.version}"
-        ]
-    return []

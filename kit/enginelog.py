@@ -209,7 +209,8 @@ def _binding(workers: dict[str, str], reserved: str | None) -> str | None:
     return "; ".join(parts) or None
 
 
-def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:
+# a table of log patterns, one branch each
+def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:  # noqa: C901
     """The kernel choices a server log names; fields stay None (or empty) where it names none."""
     kernels: dict[str, None] = {}
     method: str | None = None

@@ -217,7 +217,9 @@ def summarize(windows: list[ArmRun]) -> list[ArmSummary]:
     return out
 
 
-def fidelity(
+# TODO(lead): kit/cli/run.py calls this one keyword per option; a parameter object for them
+# lands with that call site (kit/cli was off limits to this change).
+def fidelity(  # noqa: PLR0913
     url: str,
     bench: Bench,
     model: str,

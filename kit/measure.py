@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from kit.bench import Bencher, RequestRecord, model_info
+from kit.bench import Bencher, RequestRecord, Watch, model_info
 from kit.engine import EngineEnv
 from kit.errors import KitError
 from kit.probe import GpuSampler, HostLoadSampler
@@ -17,8 +17,15 @@ from kit.progress import Status
 from kit.recipe import LoadedRecipe
 from kit.recipe.traffic import point_levels, point_requests, point_warmups
 from kit.report.assemble import Extras, Measurement, Setup
-from kit.roofline import Bandwidth, Roofline, bandwidth_source, measure_bandwidth, roofline
-from kit.vllm_bench import VllmBench, run_vllm_bench
+from kit.roofline import (
+    Bandwidth,
+    Deployment,
+    Roofline,
+    bandwidth_source,
+    measure_bandwidth,
+    roofline,
+)
+from kit.vllm_bench import VllmBench, VllmBenchJob, run_vllm_bench
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +75,7 @@ def measure(
         loaded.recipe.bench,
         model_name,
         max_model_len=max_len,
-        alive=alive,
-        on_request=_progress_line(status, planned_requests(loaded)),
+        watch=Watch(alive=alive, on_request=_progress_line(status, planned_requests(loaded))),
         recipe_dir=loaded.path.parent,
     )
     # "ours" for the host-load sampler: kit and its children (the native server's group)
@@ -131,7 +137,7 @@ def after_bench(
     notes: list[str] = []
     if recipe.bench.vllm_bench is not None:
         try:
-            vllm_bench = run_vllm_bench(
+            job = VllmBenchJob(
                 python=env.python,
                 pythonpath=env.pythonpath,
                 url=url,
@@ -139,26 +145,24 @@ def after_bench(
                 tokenizer=built.served_dir,
                 bench=recipe.bench,
                 settings=recipe.bench.vllm_bench,
-                kit_result=result,
                 out_dir=out_dir,
                 recipe_dir=loaded.path.parent,
-                planned=measured.load_plan,
             )
+            vllm_bench = run_vllm_bench(job, result, planned=measured.load_plan)
         except (KitError, OSError, ValueError) as exc:
             notes.append(f"vllm bench serve failed: {exc}")
             log.error("vllm bench serve failed: %s", exc)
     if bandwidth is not None:
         try:
-            roof = roofline(
-                result,
+            deployment = Deployment(
                 target_dir=built.served_dir,
                 draft_dir=built.draft_dir,
                 spec_method=recipe.speculative.method,
                 num_speculative_tokens=recipe.speculative.num_speculative_tokens,
                 tensor_parallel_size=recipe.server.tensor_parallel_size,
                 kv_cache_dtype=recipe.server.kv_cache_dtype,
-                bandwidth=bandwidth,
             )
+            roof = roofline(result, deployment, bandwidth)
         except (KitError, OSError, ValueError) as exc:
             notes.append(f"roofline failed: {exc}")
             log.error("roofline failed: %s", exc)

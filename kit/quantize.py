@@ -3,7 +3,8 @@
 The cache key hashes the model's content identity, the recipe's quantization parameters
 (with the calibration data's own hash) and the auto-round version; a second run with the
 same inputs reuses the output and says so. AutoRound runs in a child interpreter
-(``python -m kit.quantize JOB``) because it starts worker processes and holds a lot of memory.
+(``python -m kit.quantize JOB RESULT``) because it starts worker processes and holds a lot of
+memory; its output goes to the stage log beside the cache entry (``-v``: the terminal too).
 The manifest records the checkpoint's digest (``identity``, with each file's sha256) and where
 AutoRound ran (``built_on``): what the reproduction verdict compares (docs/checkpoint.md).
 """
@@ -210,21 +211,19 @@ def quantize(
         q.nsamples,
         q.seqlen,
     )
+    log_path = root.with_name(root.name + ".log")
+    log.info("quantize: AutoRound's messages -> %s (-v shows them here)", display_path(log_path))
     t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "kit.quantize", str(job_path)],
-        stdout=subprocess.PIPE,
-        stderr=None,
-        text=True,
-        check=False,
-    )
+    result_path = work / "result.json"
+    argv = [sys.executable, "-m", "kit.quantize", str(job_path), str(result_path)]
+    returncode = run_logged(argv, log_path)
     duration = time.monotonic() - t0
-    if proc.returncode != 0:
+    if returncode != 0 or not result_path.is_file():
         raise EnvironmentProblem(
-            f"AutoRound failed (exit {proc.returncode}); partial output kept in {work}",
-            hint="the messages above come from auto-round; KIT_DEBUG=1 shows more",
+            f"AutoRound failed (exit {returncode}); partial output kept in {work}",
+            hint=f"its messages: {log_path}",
         )
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(result_path.read_text())
     produced = Path(result["folder"])
     out = work / "model"
     os.replace(produced, out)
@@ -250,6 +249,7 @@ def quantize(
     )
     (work / MANIFEST).write_text(manifest.model_dump_json(indent=2))
     job_path.unlink()
+    result_path.unlink()
     try:
         os.replace(work, root)
     except OSError:
@@ -263,6 +263,23 @@ def quantize(
         return root / "model", manifest
     log.info("quantize: done in %.1f s -> %s", duration, display_path(root / "model"))
     return root / "model", manifest
+
+
+def run_logged(argv: list[str], log_path: Path) -> int:
+    """Run a chatty child (AutoRound, torch, transformers) with its stdout and stderr in
+    ``log_path``, echoed to the terminal too when kit logs at DEBUG (``-v``); its exit status."""
+    echo = log.isEnabledFor(logging.DEBUG)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        with proc.stdout:
+            for line in proc.stdout:
+                out.write(line)
+                if echo:
+                    sys.stderr.buffer.write(line)
+                    sys.stderr.flush()
+        return proc.wait()
 
 
 def placement_kwargs(placement: dict[str, Any] | None, device: str) -> dict[str, Any]:
@@ -301,8 +318,9 @@ def _built_on(torch: Any, placement: dict[str, Any] | None, device: str) -> Quan
     return quant_host(cpuinfo, int(torch.get_num_threads()), accelerator)
 
 
-def _run_job(job_path: str) -> None:
-    """Child-process entry: run AutoRound on one job and print the output folder as JSON."""
+def _run_job(job_path: str, result_path: str) -> None:
+    """Child-process entry: run AutoRound on one job and write where its output is, as JSON,
+    to ``result_path`` (stdout and stderr are AutoRound's, for the stage log)."""
     # lazy: heavy, and in the build extra
     import torch  # noqa: PLC0415
     from auto_round import AutoRound  # noqa: PLC0415
@@ -355,8 +373,8 @@ def _run_job(job_path: str) -> None:
             shutil.copy2(src, folder / name)
     host = _built_on(torch, p.get("placement"), device)
     result = {"folder": str(folder), "device": device, "built_on": host.model_dump(mode="json")}
-    sys.stdout.write(json.dumps(result) + "\n")
+    Path(result_path).write_text(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":
-    _run_job(sys.argv[1])
+    _run_job(sys.argv[1], sys.argv[2])

@@ -20,7 +20,7 @@ from kit.engine import EngineEnv
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
 from kit.model import FileHash, ModelManifest, identity_of
 from kit.patches import PatchManifest
-from kit.probe import GpuSampling, HostProbe, build_sampling, host_probe_from_dump
+from kit.probe import GpuSampling, HostProbe, Readings, build_sampling, host_probe_from_dump
 from kit.quantize import QuantHost, QuantManifest
 from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe
 from kit.report import Report, ServerInfo
@@ -247,13 +247,15 @@ def gpu_sampling(probe: Path) -> GpuSampling:
 
 def no_gpu_sampling() -> GpuSampling:
     return build_sampling(
-        started_at=_iso(T0),
-        interval_s=0.5,
-        duration_s=42.0,
-        unavailable="NVML could not start: LibraryNotFound",
-        gpus=[],
-        marks=[],
-        samples=[],
+        Readings(
+            started_at=_iso(T0),
+            interval_s=0.5,
+            duration_s=42.0,
+            unavailable="NVML could not start: LibraryNotFound",
+            gpus=[],
+            marks=[],
+            samples=[],
+        )
     )
 
 

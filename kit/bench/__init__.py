@@ -15,8 +15,15 @@ bench early with the runs so far, marked incomplete.
 from __future__ import annotations
 
 from kit.bench.aio import SequentialClient
-from kit.bench.runner import Bencher, model_info
-from kit.bench.stream import BenchAborted, Phase, RequestRecord, request_body
+from kit.bench.runner import Bencher, Watch, model_info
+from kit.bench.stream import (
+    BenchAborted,
+    Phase,
+    RequestRecord,
+    RequestTag,
+    StreamLimits,
+    request_body,
+)
 from kit.bench.summary import (
     BenchResult,
     PrefillResult,
@@ -33,7 +40,10 @@ __all__ = [
     "PrefillResult",
     "PromptSummary",
     "RequestRecord",
+    "RequestTag",
     "SequentialClient",
+    "StreamLimits",
+    "Watch",
     "model_info",
     "request_body",
     "summarize_prefill",

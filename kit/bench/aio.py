@@ -21,10 +21,18 @@ import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from kit.bench.stream import BenchAborted, Phase, RequestRecord, StreamState, utc_now_ms
+from kit.bench.stream import (
+    BenchAborted,
+    RequestRecord,
+    RequestTag,
+    StreamLimits,
+    StreamState,
+    utc_now_ms,
+)
 
 # how a connection is opened: asyncio.open_connection, or a test's scripted streams
 Opener = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
@@ -200,24 +208,19 @@ def _timeout_error(state: StreamState, first_s: float | None, stall_s: float) ->
 async def stream_request(
     conn: Connection,
     body: dict[str, Any],
+    tag: RequestTag,
+    limits: StreamLimits,
     *,
-    prompt: str,
-    phase: Phase,
-    index: int,
-    usable_fraction: float,
-    deadline_s: float,
-    stall_s: float,
     t0: float | None = None,
-    first_s: float | None = None,
-    salt: str | None = None,
     clock: Clock = time.perf_counter,
 ) -> RequestRecord:
     """One streamed chat request on ``conn``, judged by :class:`~kit.bench.stream.StreamState`.
 
-    Until the first chunk with text, a read may wait ``first_s`` (default ``stall_s``; the
-    status line, ``deadline_s``); after it, ``stall_s`` holds between reads. With ``t0`` (a
-    load point's start, on ``clock``), the record gets ``sent_s``, the send time after it; a
-    sequential record has none."""
+    Until the first chunk with text, a read may wait ``limits.first_token_s`` (default
+    ``stall_s``; the status line, ``deadline_s``); after it, ``stall_s`` holds between reads.
+    With ``t0`` (a load point's start, on ``clock``), the record gets ``sent_s``, the send time
+    after it; a sequential record has none."""
+    first_s, deadline_s, stall_s = limits.first_token_s, limits.deadline_s, limits.stall_s
     started = utc_now_ms()
     error: str | None = None
     payload = json.dumps(body).encode()
@@ -265,12 +268,9 @@ async def stream_request(
     return state.record(
         body,
         error,
-        prompt=prompt,
-        phase=phase,
-        index=index,
+        tag,
         started=started,
-        usable_fraction=usable_fraction,
-        salt=salt,
+        usable_fraction=limits.usable_fraction,
         sent_s=round(state.t_send - t0, 6) if t0 is not None else None,
     )
 
@@ -291,31 +291,19 @@ class SequentialClient:
     def stream(
         self,
         body: dict[str, Any],
-        *,
-        prompt: str,
-        phase: Phase,
-        index: int,
-        usable_fraction: float,
-        deadline_s: float,
-        stall_s: float,
-        first_token_s: float | None = None,
-        salt: str | None = None,
+        tag: RequestTag,
+        limits: StreamLimits,
     ) -> RequestRecord:
-        """Send one streamed request and time it per the protocol. ``first_token_s``, when
-        longer than ``stall_s``, is how long the first token may take (the prefill probe's
+        """Send one streamed request and time it per the protocol. ``limits.first_token_s``,
+        when longer than ``stall_s``, is how long the first token may take (the prefill probe's
         budget); ``stall_s`` holds once text flows."""
+        first_s = max(limits.first_token_s or 0.0, limits.stall_s)
         return self._loop.run_until_complete(
             stream_request(
                 self.conn,
                 body,
-                prompt=prompt,
-                phase=phase,
-                index=index,
-                usable_fraction=usable_fraction,
-                deadline_s=deadline_s,
-                stall_s=stall_s,
-                first_s=max(first_token_s or 0.0, stall_s),
-                salt=salt,
+                tag,
+                replace(limits, first_token_s=first_s),
                 clock=self.clock,
             )
         )

@@ -14,6 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import httpx
 from kit.bench.aio import SequentialClient
 from kit.bench.load import (
     LoadPoint,
+    LoadTarget,
     Planned,
     file_requests,
     levels,
@@ -33,6 +35,8 @@ from kit.bench.stream import (
     BenchAborted,
     Phase,
     RequestRecord,
+    RequestTag,
+    StreamLimits,
     request_body,
     utc_now_ms,
 )
@@ -98,6 +102,15 @@ def scrape_metrics(client: httpx.Client, url: str) -> dict[Sample, float]:
         return {}
 
 
+@dataclass(frozen=True)
+class Watch:
+    """What a bench calls back: ``alive`` says why the server died ("" while it lives), so an
+    error names the cause; ``on_request`` sees each record as it ends (progress, tests)."""
+
+    alive: Callable[[], str] | None = None
+    on_request: Callable[[RequestRecord], None] | None = None
+
+
 class Bencher:
     """Runs the protocol against one server."""
 
@@ -108,8 +121,7 @@ class Bencher:
         model: str,
         *,
         max_model_len: int | None = None,
-        alive: Callable[[], str] | None = None,
-        on_request: Callable[[RequestRecord], None] | None = None,
+        watch: Watch | None = None,
         recipe_dir: Path | None = None,
     ) -> None:
         self.url = url.rstrip("/")
@@ -117,8 +129,9 @@ class Bencher:
         self.bench = bench
         self.model = model
         self.max_model_len = max_model_len
-        self.alive = alive or (lambda: "")
-        self.on_request = on_request
+        watch = watch or Watch()
+        self.alive = watch.alive or (lambda: "")
+        self.on_request = watch.on_request
         self.records: list[RequestRecord] = []
         timeout = httpx.Timeout(connect=10.0, read=bench.stall_timeout_s, write=30.0, pool=10.0)
         self.client = httpx.Client(timeout=timeout)  # /metrics and /tokenize, outside timing
@@ -139,26 +152,10 @@ class Bencher:
         return scrape_metrics(self.client, self.url)
 
     def _one(
-        self,
-        body: dict[str, Any],
-        prompt: str,
-        phase: Phase,
-        index: int,
-        salt: str | None = None,
-        first_token_s: float | None = None,
+        self, body: dict[str, Any], tag: RequestTag, first_token_s: float | None = None
     ) -> RequestRecord:
-        rec = self.streams.stream(
-            body,
-            prompt=prompt,
-            phase=phase,
-            index=index,
-            usable_fraction=self.bench.usable_fraction,
-            deadline_s=self.bench.request_timeout_s,
-            salt=salt,
-            first_token_s=first_token_s,
-            stall_s=self.bench.stall_timeout_s,
-        )
-        if phase == "measured" and self._window:
+        rec = self.streams.stream(body, tag, StreamLimits.of(self.bench, first_token_s))
+        if tag.phase == "measured" and self._window:
             after = self.scrape()
             witness = request_witness(self._window, after) if after else None
             if witness is not None:
@@ -170,7 +167,8 @@ class Bencher:
         if rec.error is not None:
             dead = self.alive()
             raise BenchAborted(
-                f"{prompt} {phase} #{index}: {rec.error}" + (f" ({dead})" if dead else "")
+                f"{tag.prompt} {tag.phase} #{tag.index}: {rec.error}"
+                + (f" ({dead})" if dead else "")
             )
         return rec
 
@@ -189,12 +187,12 @@ class Bencher:
             for prompt in self.bench.prompts if self.bench.load is None else []:
                 body = request_body(self.bench, self.model, prompt.text, prompt.max_tokens)
                 for i in range(self.bench.warmups):
-                    self._one(body, prompt.name, "warmup", i)
+                    self._one(body, RequestTag(prompt.name, "warmup", i))
                 before = self._window = self.scrape()
                 self._mark("measure_start")
                 try:
                     for i in range(self.bench.runs):
-                        self._one(body, prompt.name, "measured", i)
+                        self._one(body, RequestTag(prompt.name, "measured", i))
                 finally:
                     self._window = None
                     self._mark("measure_end")
@@ -268,17 +266,17 @@ class Bencher:
         load = self.bench.load
         assert load is not None
         steps = levels(self.bench)
-        planned = self.plan = self.load_plan()
+        self.plan = self.load_plan()
+        target = LoadTarget(self.url, self.bench, self.model, self.plan)
         for n, level in enumerate(steps):
             label = point_label(load, level)
             salt, t0 = secrets.token_hex(4), time.perf_counter()
-            args = (self.url, self.bench, self.model, level, planned)
-            warm, _ = run_point(*args, "load_warmup", salt, t0, self.on_request)
+            warm, _ = run_point(target, level, "load_warmup", salt, t0, self.on_request)
             self.records += warm
             before = self.scrape()
             self._mark("measure_start")
             try:
-                records, cpu = run_point(*args, "load", salt, t0, self.on_request)
+                records, cpu = run_point(target, level, "load", salt, t0, self.on_request)
             finally:
                 self._mark("measure_end")
             after = self.scrape()
@@ -380,7 +378,7 @@ class Bencher:
                 body.pop("ignore_eos", None)
                 index = i if phase == "prefill_warmup" else i - p.warmups
                 budget = self.first_token_budget(name, depth)
-                rec = self._one(body, name, phase, index, salt=salt, first_token_s=budget)
+                rec = self._one(body, RequestTag(name, phase, index, salt), first_token_s=budget)
                 if calibrate and rec.prompt_tokens:
                     words = max(int(words * depth / rec.prompt_tokens), 16)
         except BenchAborted as exc:

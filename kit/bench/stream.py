@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import (
@@ -117,6 +118,39 @@ class RequestRecord(KitModel):
         return data
 
 
+@dataclass(frozen=True)
+class RequestTag:
+    """Which request a record is: its prompt's name, phase and index there, and the prefill
+    probe's salt."""
+
+    prompt: str
+    phase: Phase
+    index: int
+    salt: str | None = None
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """How a stream is held and judged: ``usable_fraction`` of max_tokens makes it usable,
+    ``deadline_s`` bounds the whole request, ``stall_s`` any silence once text flows, and
+    ``first_token_s`` (when set) the wait for the first token."""
+
+    usable_fraction: float
+    deadline_s: float
+    stall_s: float
+    first_token_s: float | None = None
+
+    @classmethod
+    def of(cls, bench: Bench, first_token_s: float | None = None) -> StreamLimits:
+        """The recipe's limits, with the first-token budget ``first_token_s``."""
+        return cls(
+            usable_fraction=bench.usable_fraction,
+            deadline_s=bench.request_timeout_s,
+            stall_s=bench.stall_timeout_s,
+            first_token_s=first_token_s,
+        )
+
+
 class BenchAborted(Exception):
     """Raised inside the bench loop to stop early; the reason goes into the result."""
 
@@ -213,13 +247,10 @@ class StreamState:
         self,
         body: dict[str, Any],
         error: str | None,
+        tag: RequestTag,
         *,
-        prompt: str,
-        phase: Phase,
-        index: int,
         started: str,
         usable_fraction: float,
-        salt: str | None = None,
         sent_s: float | None = None,
     ) -> RequestRecord:
         """The record of the stream, ended by ``error`` (None: it ran to [DONE])."""
@@ -235,9 +266,9 @@ class StreamState:
         ttft = round(self.ttft, 6) if self.ttft is not None else None
         wall = round(self.wall, 6) if self.wall is not None else None
         return RequestRecord(
-            prompt=prompt,
-            phase=phase,
-            index=index,
+            prompt=tag.prompt,
+            phase=tag.phase,
+            index=tag.index,
             max_tokens=max_tokens,
             started_at=started,
             ttft_s=ttft,
@@ -251,7 +282,7 @@ class StreamState:
             chunks=self.chunks,
             text_chunk_times_s=self.times,
             text="".join(self.text),
-            salt=salt,
+            salt=tag.salt,
             error=error,
             sent_s=sent_s,
             first_chunk_s=round(self.first, 6)

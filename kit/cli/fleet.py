@@ -13,7 +13,7 @@ from kit.errors import EXIT_FAILED
 
 
 @click.command("sweep")
-@click.argument("recipes", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("recipes", nargs=-1, required=True, type=click.Path())
 @set_option
 @click.option(
     "--vary",

@@ -48,13 +48,40 @@ def keys_generate(dest: str | None, name: str, force: bool, no_trust: bool) -> N
     click.echo(json.dumps(data, indent=2))
 
 
+@keys.command("export")
+@click.argument("pub", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openssh", "pem"]),
+    default="openssh",
+    show_default=True,
+    help="openssh: one `ssh-ed25519 AAAA...` line, as ssh-keygen reads; pem: as kit writes.",
+)
+def keys_export(pub: str | None, fmt: str) -> None:
+    """Print the public key PUB (PEM or OpenSSH; default: kit.pub in kit's config dir) in
+    another form. Every command that reads a .pub accepts both forms.
+
+    \b
+    Examples:
+      kit keys export > kit.ssh.pub
+      kit keys export ./lab-rig.pub --format pem
+    """
+    from kit.paths import default_config_dir
+    from kit.signing import load_public_key, public_key_bytes
+
+    path = Path(pub) if pub else default_config_dir() / "kit.pub"
+    key = load_public_key(path)
+    click.echo(public_key_bytes(key, "openssh" if fmt == "openssh" else "pem"), nl=False)
+
+
 @keys.command("trust")
 @click.argument("pub", type=click.Path(dir_okay=False))
 @click.option("--name", default=None, help="Name in the trust store (default: PUB's file stem).")
 def keys_trust(pub: str, name: str | None) -> None:
-    """Trust the Ed25519 public key PUB: `kit report verify`, `show` and `compare` then accept
-    reports it signed without --key. Prints the name and fingerprint; check the fingerprint
-    with the key's owner first.
+    """Trust the Ed25519 public key PUB (PEM, or OpenSSH `ssh-ed25519 ...`): `kit report
+    verify`, `show` and `compare` then accept reports it signed without --key. Prints the name
+    and fingerprint; check the fingerprint with the key's owner first.
 
     \b
     Examples:

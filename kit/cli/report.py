@@ -82,6 +82,13 @@ def report() -> None:
     "instead of failed.",
 )
 @_allow_untrusted
+@click.option(
+    "--threshold",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Signatures by distinct trusted keys (or keys in --keys) a co-signed report needs.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the checklist as JSON.")
 def report_verify(
     path: str,
@@ -89,6 +96,7 @@ def report_verify(
     keys_dir: str | None,
     allow_unsigned: bool,
     allow_untrusted: bool,
+    threshold: int,
     as_json: bool,
 ) -> None:
     """Check a report file item by item, offline: envelope, signature, canonical payload,
@@ -107,6 +115,15 @@ def report_verify(
     from kit.report.verify import verify_report
 
     key, trust = _signers(key_path, keys_dir)
+    if threshold > 1:
+        if trust is None:
+            from kit.errors import BadInputError
+
+            raise BadInputError(
+                f"--threshold {threshold} with --key: one key makes one signature",
+                hint="pass --keys DIR with the co-signers' keys, or trust them (`kit keys trust`)",
+            )
+        trust = trust.model_copy(update={"threshold": threshold})
     checklist = verify_report(
         Path(path), key, allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted, trust=trust
     )
@@ -361,3 +378,44 @@ def report_table(
         out.write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
+
+
+@report.command("attest")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="File to write.")
+@click.option(
+    "--signing-key",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Private key to sign with (default: $KIT_SIGNING_KEY, else kit's key).",
+)
+@_keys
+@_allow_untrusted
+@_allow_unsigned
+def report_attest(
+    path: str,
+    out: str,
+    signing_key: str | None,
+    keys_dir: str | None,
+    allow_untrusted: bool,
+    allow_unsigned: bool,
+) -> None:
+    """Write an in-toto Statement v1 for the report PATH (subject: its file name and sha256),
+    signed as a DSSE envelope of application/vnd.in-toto+json. PATH is read and its signature
+    checked first, as by `kit report show`.
+
+    \b
+    Examples:
+      kit report attest report.json -o report.intoto.json
+    """
+    from kit.errors import BadInputError
+    from kit.report.attest import attest
+    from kit.report.files import ReadPolicy
+    from kit.signing import signing_key as pick_key
+
+    key = pick_key(signing_key)
+    if key is None:
+        raise BadInputError("no signing key", hint="create one with `kit keys generate`")
+    _, trust = _signers(None, keys_dir)
+    policy = ReadPolicy(allow_untrusted=allow_untrusted, allow_unsigned=allow_unsigned)
+    Path(out).write_bytes(attest(Path(path), key, trust, policy))

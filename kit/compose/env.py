@@ -105,7 +105,9 @@ def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
     return path.resolve()
 
 
-def render(
+# TODO(lead): kit/cli/containers.py calls this one keyword per option; a parameter object for them
+# lands with that call site (kit/cli was off limits to this change).
+def render(  # noqa: PLR0913
     loaded: LoadedRecipe,
     *,
     image_ref: str | None = None,

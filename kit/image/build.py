@@ -232,7 +232,9 @@ def _refuse_cpu_torch(wheelhouse: Path) -> None:
 # building
 
 
-def build(
+# TODO(lead): kit/cli/containers.py calls this one keyword per option; a parameter object for them
+# lands with that call site (kit/cli was off limits to this change).
+def build(  # noqa: PLR0913
     loaded: LoadedRecipe,
     *,
     base_image: str | None = None,

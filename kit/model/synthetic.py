@@ -33,6 +33,7 @@ from kit.model.manifest import (
     read_manifest,
     write_manifest,
 )
+from kit.model.stagelog import library_output_to
 from kit.paths import display_path, kit_home
 from kit.recipe import DFlash2Draft, SyntheticDraft, SyntheticModel
 from kit.recipe.base import RecipeModel, drop_late_defaults
@@ -294,14 +295,26 @@ def _build_cached(
     final = kit_home() / "models" / f"{kind}-{key}"
     cached = read_manifest(final)
     if cached is not None:
-        log.info("model: cache hit for %s %s (%s), no work done", role, kind, display_path(final))
+        # the build stage reports the target's cache hit (kit.build): said here for the draft
+        log.log(
+            logging.INFO if role == "draft" else logging.DEBUG,
+            "model: cache hit for %s %s (%s), no work done",
+            role,
+            kind,
+            display_path(final),
+        )
         return cached.model_copy(update={"cached": True, "duration_s": 0.0})
     tmp = final.with_name(final.name + f".partial-{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     t0 = time.monotonic()
-    params = build(tmp)
+    log_path = final.with_name(final.name + ".log")
+    log.info(
+        "model: building the %s %s; library messages -> %s", role, kind, display_path(log_path)
+    )
+    with library_output_to(log_path):
+        params = build(tmp)
     files = hash_tree(tmp)
     manifest = ModelManifest(
         role=role,

@@ -35,7 +35,14 @@ from kit.probe.nvml import (
     read,
     start_nvml,
 )
-from kit.probe.sampling import GpuSample, GpuSampling, Mark, SampledGpu, build_sampling
+from kit.probe.sampling import (
+    GpuSample,
+    GpuSampling,
+    Mark,
+    Readings,
+    SampledGpu,
+    build_sampling,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +82,15 @@ class GpuSampler(BackgroundSampler):
         if self._nvml is not None:
             call(self._nvml, "nvmlShutdown")
         self._sampling = build_sampling(
-            started_at=self._started_at,
-            interval_s=self.interval_s,
-            duration_s=round(duration, 4),
-            unavailable=self._unavailable,
-            gpus=self._gpus,
-            marks=self._marks,
-            samples=self._samples,
+            Readings(
+                started_at=self._started_at,
+                interval_s=self.interval_s,
+                duration_s=round(duration, 4),
+                unavailable=self._unavailable,
+                gpus=self._gpus,
+                marks=self._marks,
+                samples=self._samples,
+            )
         )
 
     def mark(self, label: str) -> None:

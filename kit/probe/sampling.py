@@ -8,6 +8,7 @@ a recorded sampling, which is how the verifier recomputes a report's figures.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -111,25 +112,31 @@ class GpuSampling(FrozenModel):
 # summaries
 
 
-def build_sampling(
-    *,
-    started_at: str,
-    interval_s: float,
-    duration_s: float,
-    unavailable: str | None,
-    gpus: list[SampledGpu],
-    marks: list[Mark],
-    samples: list[GpuSample],
-) -> GpuSampling:
+@dataclass(frozen=True)
+class Readings:
+    """What a sampling session read, before any summary: when it started, its interval and
+    duration, why there are no readings (None when there are), the GPUs, marks and samples."""
+
+    started_at: str
+    interval_s: float
+    duration_s: float
+    unavailable: str | None
+    gpus: list[SampledGpu]
+    marks: list[Mark]
+    samples: list[GpuSample]
+
+
+def build_sampling(readings: Readings) -> GpuSampling:
     """A GpuSampling with its window and per-GPU summaries computed from the readings."""
-    marks = sorted(marks, key=lambda m: m.t_s)
-    samples = sorted(samples, key=lambda s: (s.t_s, s.gpu))
+    gpus, unavailable = readings.gpus, readings.unavailable
+    marks = sorted(readings.marks, key=lambda m: m.t_s)
+    samples = sorted(readings.samples, key=lambda s: (s.t_s, s.gpu))
     window = _window(marks, samples)
     summaries = [] if window is None else [_summary(gpu, samples, window) for gpu in gpus]
     return GpuSampling(
-        started_at=started_at,
-        interval_s=interval_s,
-        duration_s=duration_s,
+        started_at=readings.started_at,
+        interval_s=readings.interval_s,
+        duration_s=readings.duration_s,
         unavailable=unavailable,
         gpus=gpus,
         marks=marks,

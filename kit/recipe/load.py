@@ -27,6 +27,7 @@ from kit.base import FrozenModel
 from kit.errors import RecipeError
 from kit.migrations import Upgrade, upgrade
 from kit.recipe.lock import is_lock_file, lock_path, read_lock, to_overrides
+from kit.recipe.runnable import series_problems
 from kit.recipe.schema import Recipe
 from kit.recipe.yamlsafe import MAX_BYTES, MAX_DEPTH, Marks, YamlSyntaxError, load_yaml, read_text
 from kit.validation import TAG_FIELDS, problems
@@ -249,7 +250,8 @@ def load_recipe(
     path: str | Path, overrides: list[str] | tuple[str, ...] = (), *, use_lock: bool = True
 ) -> LoadedRecipe:
     """Read a recipe file, follow ``extends``, apply its lock file where there is one
-    (:mod:`kit.recipe.lock`), then the ``--set`` overrides, and validate."""
+    (:mod:`kit.recipe.lock`), then the ``--set`` overrides, and validate: the models, then
+    what running it needs of this checkout (:mod:`kit.recipe.runnable`)."""
     label = str(path)
     top = _resolve(Path(path), label)
     if is_lock_file(top):
@@ -279,6 +281,10 @@ def load_recipe(
         _apply_override(data, parts, value)
         where.set_by(".".join(parts), f"--set {item}")
     recipe = validate_data(data, label, where)
+    server = recipe.server
+    found = series_problems(server.engine, server.patches, where("server.patches") or label)
+    if found:
+        raise RecipeError(found)
     return LoadedRecipe(
         recipe=recipe,
         path=top,

@@ -74,6 +74,12 @@ class Recipe(RecipeModel):
                 )
         if self.server.engine.device == "cpu" and self.server.tensor_parallel_size > 1:
             problems.append("server.tensor_parallel_size: the CPU engine serves with 1")
+        if isinstance(q, AutoRoundQuantization) and q.device == "cuda":
+            if self.server.engine.device == "cpu":
+                problems.append(
+                    f"quantization.device: cuda, but server.engine.name {self.server.engine.name} "
+                    "runs on the CPU (a CPU machine has no card to quantize on): set cpu or auto"
+                )
         if self.rig is not None:
             if self.server.engine.device == "cpu":
                 problems.append("rig: is for GPU recipes (a CPU recipe runs on any machine)")
@@ -83,6 +89,11 @@ class Recipe(RecipeModel):
                     f"{self.server.tensor_parallel_size}"
                 )
         if self.bench.prefill is not None:
+            if not self.bench.prefill.depths:
+                problems.append(
+                    "bench.prefill.depths: empty, so the probe measures nothing: give at least "
+                    "one depth, or drop bench.prefill"
+                )
             for depth in self.bench.prefill.depths:
                 if depth <= 0:
                     problems.append("bench.prefill.depths: depths must be positive")
@@ -134,6 +145,13 @@ class Recipe(RecipeModel):
             return out
         if not isinstance(model, SyntheticModel):
             return [*out, "speculative.draft: a synthetic draft needs a synthetic model"]
+        if draft.block_size < 1 + spec.num_speculative_tokens:
+            out.append(
+                f"speculative.draft.block_size {draft.block_size} is less than 1 + "
+                f"speculative.num_speculative_tokens ({1 + spec.num_speculative_tokens}): a "
+                "DFlash block is the anchor token and the masks drafted after it, so the draft "
+                "proposes at most block_size - 1 tokens a step"
+            )
         shape = model.shape
         n = shape.num_hidden_layers
         ids = draft.target_layer_ids

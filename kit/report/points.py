@@ -158,10 +158,12 @@ def _half_pct(interval: tuple[float, float] | None, value: float | None) -> floa
 
 
 def _judged(
-    name: str, unit: str, up: bool, ref: float, run: float | None, half: float | None, void: bool
+    kind: tuple[str, str, bool], ref: float, run: float | None, half: float | None, void: bool
 ) -> MetricDelta:
-    """A reference figure against the run's, by the one rule; ``void``: the run cannot be
-    judged (INVALID or incomplete), so no figure is within or outside."""
+    """A reference figure against the run's, by the one rule; ``kind`` is the figure's name,
+    unit and whether up is better; ``void``: the run cannot be judged (INVALID or incomplete),
+    so no figure is within or outside."""
+    name, unit, up = kind
     headline = name in HEADLINE
     m = figure_delta(
         Figure(name, unit, up, ref, None, headline), Figure(name, unit, up, run, half, headline)
@@ -202,7 +204,7 @@ def _check(ref: Reference, label: str, report: Report, point: LoadPoint, void: b
             unlike.append(f"{name}: {ref.definitions[field].text}")
             continue
         tps: float | None = getattr(point, mine, None)
-        figures.append(_judged(name, unit, True, published, tps, None, void))
+        figures.append(_judged((name, unit, True), published, tps, None, void))
     for field, name in LATENCIES:
         lat: LatencyFigures | None = getattr(theirs, field)
         if lat is None:
@@ -224,9 +226,8 @@ def _check(ref: Reference, label: str, report: Report, point: LoadPoint, void: b
                 continue
             value: float | None = getattr(pct, key)
             interval = _interval(pct, ordered, q)
-            m = _judged(
-                f"{name} {stat}", "ms", False, published, value, _half_pct(interval, value), void
-            )
+            kind = (f"{name} {stat}", "ms", False)
+            m = _judged(kind, published, value, _half_pct(interval, value), void)
             if interval is None and q is not None and m.status in ("within", "outside"):
                 # a percentile the point's requests cannot bound: no band, no judgement
                 m = m.model_copy(update={**UNBOUNDED, "better": None})

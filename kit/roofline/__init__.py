@@ -46,6 +46,8 @@ from __future__ import annotations
 
 from kit.roofline.bandwidth import Bandwidth, GpuBandwidth, bandwidth_source, measure_bandwidth
 from kit.roofline.bound import (
+    BoundSetup,
+    Deployment,
     PromptRoofline,
     Roofline,
     draft_passes,
@@ -58,6 +60,8 @@ from kit.roofline.checkpoint import ModelBytes, TensorInfo, model_bytes, read_sa
 
 __all__ = [
     "Bandwidth",
+    "BoundSetup",
+    "Deployment",
     "GpuBandwidth",
     "ModelBytes",
     "PromptRoofline",

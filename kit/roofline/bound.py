@@ -5,6 +5,7 @@ The formula, with speculative decoding and tensor parallelism, is in :mod:`kit.r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
@@ -87,19 +88,43 @@ def draft_step_bytes(
     return passes * per_pass
 
 
+@dataclass(frozen=True)
+class BoundSetup:
+    """What a prompt's bound is computed for: the ``target`` and ``draft`` checkpoints' bytes,
+    ``passes`` draft passes per step verifying ``k`` tokens, tensor parallel ``tp``, at
+    ``bandwidth_gbps`` per GPU."""
+
+    target: ModelBytes
+    draft: ModelBytes | None
+    passes: int
+    k: int
+    tp: int
+    bandwidth_gbps: float
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What the roofline of a run reads from its recipe and build: the served checkpoint
+    (``target_dir``) and the draft's (``draft_dir``), the speculative method and its tokens,
+    tensor parallel size and KV cache dtype."""
+
+    target_dir: Path
+    draft_dir: Path | None
+    spec_method: str
+    num_speculative_tokens: int
+    tensor_parallel_size: int
+    kv_cache_dtype: str
+
+
 def prompt_bound(
     name: str,
     context: float,
     measured_tps: float | None,
     spec: SpecDecode | None,
-    *,
-    target: ModelBytes,
-    draft: ModelBytes | None,
-    passes: int,
-    k: int,
-    tp: int,
-    bandwidth_gbps: float,
+    setup: BoundSetup,
 ) -> PromptRoofline:
+    target, draft, passes, k, tp = setup.target, setup.draft, setup.passes, setup.k, setup.tp
+    bandwidth_gbps = setup.bandwidth_gbps
     bw = bandwidth_gbps * 1e9
     length = spec.acceptance_length if spec is not None else None
     verify_tokens = 1 + (k if length is not None else 0)
@@ -133,21 +158,23 @@ def mean_context(result: BenchResult, prompt: str) -> float | None:
     return sum(ctx) / len(ctx) if ctx else None
 
 
-def roofline(
-    result: BenchResult,
-    *,
-    target_dir: Path,
-    draft_dir: Path | None,
-    spec_method: str,
-    num_speculative_tokens: int,
-    tensor_parallel_size: int,
-    kv_cache_dtype: str,
-    bandwidth: Bandwidth,
-) -> Roofline:
+def roofline(result: BenchResult, deployment: Deployment, bandwidth: Bandwidth) -> Roofline:
     """The bound and the efficiency of each prompt of a bench result."""
+    d = deployment
+    target_dir, draft_dir, kv_cache_dtype = d.target_dir, d.draft_dir, d.kv_cache_dtype
+    spec_method, num_speculative_tokens = d.spec_method, d.num_speculative_tokens
+    tensor_parallel_size = d.tensor_parallel_size
     target = model_bytes(target_dir, "target", kv_cache_dtype)
     draft = model_bytes(draft_dir, "draft", kv_cache_dtype) if draft_dir is not None else None
     passes = draft_passes(spec_method, num_speculative_tokens)
+    setup = BoundSetup(
+        target=target,
+        draft=draft,
+        passes=passes,
+        k=num_speculative_tokens,
+        tp=tensor_parallel_size,
+        bandwidth_gbps=bandwidth.used_gbps,
+    )
     prompts = []
     for p in result.prompts:
         context = mean_context(result, p.prompt)
@@ -159,12 +186,7 @@ def roofline(
                 context,
                 p.decode_tps.mean,
                 p.spec_decode,
-                target=target,
-                draft=draft,
-                passes=passes,
-                k=num_speculative_tokens,
-                tp=tensor_parallel_size,
-                bandwidth_gbps=bandwidth.used_gbps,
+                setup,
             )
         )
     notes = [

@@ -1,5 +1,6 @@
-"""Ed25519 signing keys: generate a pair, load either half, name a key by its fingerprint, and
-pick the key a run signs with."""
+"""Ed25519 signing keys: generate a pair, load either half (a public key as PEM or OpenSSH),
+write a public key in either form, name a key by its fingerprint, and pick the key a run signs
+with."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import Literal
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -24,6 +26,9 @@ log = logging.getLogger(__name__)
 _KEY_FILE_MAX = 64 * 1024
 
 _KEY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}\Z")
+_OPENSSH = b"ssh-"
+
+PublicKeyFormat = Literal["pem", "openssh"]
 
 
 class KeyPair(StrictModel):
@@ -115,11 +120,19 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
-    """Read an Ed25519 public key (SubjectPublicKeyInfo PEM)."""
+    """Read an Ed25519 public key: SubjectPublicKeyInfo PEM, as kit writes it, or one OpenSSH
+    line (``ssh-ed25519 AAAA... [comment]``), as ``ssh-keygen`` writes it."""
     data = read_limited(path, _KEY_FILE_MAX, "public key")
-    hint = "expected an Ed25519 public key in PEM form, as kit generates (the .pub file)"
+    hint = (
+        "expected an Ed25519 public key in PEM form, as kit generates (the .pub file), or in "
+        "OpenSSH form (ssh-ed25519 AAAA...)"
+    )
+    key: object
     try:
-        key = serialization.load_pem_public_key(data)
+        if data.lstrip().startswith(_OPENSSH):
+            key = serialization.load_ssh_public_key(data.strip())
+        else:
+            key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):
         if b"PRIVATE KEY-----" in data:
             hint = "this is a private key: keep it secret and pass the .pub file beside it"
@@ -127,6 +140,19 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     if not isinstance(key, Ed25519PublicKey):
         raise BadInputError(f"{path}: not an Ed25519 key", hint=hint)
     return key
+
+
+def public_key_bytes(public_key: Ed25519PublicKey, fmt: PublicKeyFormat = "pem") -> bytes:
+    """The public key as SubjectPublicKeyInfo PEM, or as one OpenSSH line with the fingerprint
+    as its comment; :func:`load_public_key` reads both."""
+    if fmt == "openssh":
+        line = public_key.public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+        return line + b" kit-" + fingerprint(public_key).encode("ascii") + b"\n"
+    return public_key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
 
 def fingerprint(public_key: Ed25519PublicKey) -> str:

@@ -7,11 +7,12 @@ fingerprint is never stored, it is recomputed from the key each time, so renamin
 file cannot make it vouch for another key. The directory is created mode 0700, files 0644 and
 never written through an existing file or symlink. Nothing else lives there.
 
-Authentication is by the key itself: :meth:`TrustStore.verify` takes the envelope's keyid only
-to pick the trusted key whose fingerprint equals it, then verifies the signature with that key
-(:func:`kit.signing.envelope.verify_envelope`). A signature is accepted only when it verifies;
-the keyid alone never is. A keyid that names no trusted key gives an untrusted check (not
-checked, ``untrusted=True``), which readers refuse unless told to allow it.
+Authentication is by the key itself: :meth:`TrustStore.verify` takes a signature's keyid only
+as a hint of which trusted key to try (one without a keyid, or naming none, is tried with each),
+and accepts the envelope when signatures by ``threshold`` distinct trusted keys verify
+(:func:`kit.signing.envelope.check_signatures`); the keyid alone never counts. Signatures no
+trusted key verifies give an untrusted check (not checked, ``untrusted=True``), which readers
+refuse unless told to allow it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from kit.base import StrictModel
 from kit.errors import BadInputError
 from kit.paths import default_config_dir
 from kit.signing.canonical import show
-from kit.signing.envelope import Envelope, SignatureCheck, verify_envelope
+from kit.signing.envelope import Candidate, Envelope, SignatureCheck, check_signatures
 from kit.signing.keys import fingerprint, load_public_key
 
 TRUST_DIR = "trusted"
@@ -49,6 +50,9 @@ class TrustStore(StrictModel):
     """The public keys trusted to sign reports; see the module docstring for the layout."""
 
     directory: Path = Field(description="The trust store directory (``<config>/trusted``).")
+    threshold: int = Field(
+        default=1, ge=1, description="Signatures by distinct trusted keys a report needs."
+    )
 
     @classmethod
     def default(cls) -> TrustStore:
@@ -171,17 +175,10 @@ class TrustStore(StrictModel):
         return None
 
     def verify(self, env: Envelope) -> SignatureCheck:
-        """Check the envelope's signature against the trusted key it names: valid only when
-        that key verifies it; untrusted (not checked) when no trusted key has its keyid."""
-        if not env.signatures:
-            return verify_envelope(env, None)
-        found = self.find(env.signatures[0].keyid)
-        if found is None:
-            return verify_envelope(env, None)
-        entry, key = found
-        check = verify_envelope(env, key)
-        if not check.valid:
-            return check
-        return check.model_copy(
-            update={"signer": entry.name, "reason": f"{check.reason} (trusted as {entry.name!r})"}
-        )
+        """Check the envelope's signatures against the trusted keys: valid when at least
+        ``threshold`` distinct trusted keys verify one; untrusted (not checked) when none of
+        the signatures names or is verified by a trusted key."""
+        candidates = [
+            Candidate(key, entry.fingerprint, entry.name) for entry, key in self._entries()
+        ]
+        return check_signatures(env, candidates, self.threshold)

@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from pydantic import (
@@ -41,7 +40,7 @@ from pydantic import (
 
 from kit.bench import Bencher, BenchResult
 from kit.bench.load import Planned
-from kit.recipe import Bench, VllmBenchSettings
+from kit.vllm_bench.job import VllmBenchJob
 from kit.vllm_bench.points import VllmBenchPoint, invoke, run_points
 from kit.vllm_bench.prompts import (
     DECODE_TOLERANCE_PCT,
@@ -61,6 +60,7 @@ __all__ = [
     "DEFINITIONS",
     "TTFT_TOLERANCE_MS",
     "VllmBench",
+    "VllmBenchJob",
     "VllmBenchPoint",
     "VllmBenchPrompt",
     "bench_argv",
@@ -103,48 +103,26 @@ class VllmBench(BaseModel):
 
 
 def run_vllm_bench(
-    *,
-    python: str,
-    pythonpath: str | None,
-    url: str,
-    model: str,
-    tokenizer: Path,
-    bench: Bench,
-    settings: VllmBenchSettings,
-    kit_result: BenchResult | None,
-    out_dir: Path,
-    recipe_dir: Path | None = None,
-    planned: list[Planned] | None = None,
+    job: VllmBenchJob, kit_result: BenchResult | None, planned: list[Planned] | None = None
 ) -> VllmBench:
     """Run `vllm bench serve` once per prompt, or per load point on kit's own requests (as kit
     drew them, ``planned``; else drawn again the same way, a file dataset's path relative to
-    ``recipe_dir``), and compare with kit's result."""
+    ``job.recipe_dir``), and compare with kit's result."""
+    bench, settings, out_dir = job.bench, job.settings, job.out_dir
     runs = settings.runs or bench.runs
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
+    if job.pythonpath is not None:
+        env["PYTHONPATH"] = job.pythonpath
     env.setdefault("PYTHONUNBUFFERED", "1")
     if bench.load is not None:
         if planned is None:
-            drawer = Bencher(url, bench, model, recipe_dir=recipe_dir)
+            drawer = Bencher(job.url, bench, job.model, recipe_dir=job.recipe_dir)
             try:
                 planned = drawer.load_plan()
             finally:
                 drawer.client.close()
-        points, notes = run_points(
-            python=python,
-            env=env,
-            url=url,
-            model=model,
-            tokenizer=tokenizer,
-            bench=bench,
-            warmups=settings.warmups,
-            timeout_s=settings.timeout_s,
-            kit_result=kit_result,
-            out_dir=out_dir,
-            planned=planned,
-        )
+        points, notes = run_points(job, env, kit_result, planned)
         judged = [p.agree for p in points if p.agree is not None]
         return VllmBench(
             tool="vllm bench serve (the engine's own), every point in one process "
@@ -163,22 +141,11 @@ def run_vllm_bench(
         dataset = out_dir / f"vllm-bench-{prompt.name}.jsonl"
         dataset.write_text(dataset_lines(prompt, runs))
         name = f"vllm-bench-{prompt.name}.json"
-        argv = bench_argv(
-            url=url,
-            model=model,
-            tokenizer=tokenizer,
-            dataset=dataset,
-            prompt=prompt,
-            bench=bench,
-            runs=runs,
-            warmups=settings.warmups,
-            result_dir=out_dir,
-            result_file=name,
-        )
+        argv = bench_argv(job, prompt, dataset, runs=runs, result_file=name)
         log.info("vllm bench serve: %s, %d requests at concurrency 1", prompt.name, runs)
         t0 = time.monotonic()
         log_file = out_dir / f"vllm-bench-{prompt.name}.log"
-        error = invoke(python, argv, env, settings.timeout_s, log_file)
+        error = invoke(job.python, argv, env, settings.timeout_s, log_file)
         shown = shown_argv(argv, out_dir)
         path = out_dir / name
         if error is None and path.exists():

@@ -42,7 +42,7 @@ from kit.bench import BenchResult
 from kit.bench.load import LoadPoint
 from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import ignores_eos
-from kit.recipe import Bench
+from kit.vllm_bench.job import VllmBenchJob
 from kit.vllm_bench.prompts import shown_argv
 
 log = logging.getLogger(__name__)
@@ -154,18 +154,16 @@ def point_lines(planned: list[Planned], point: LoadPoint, offset: int, salt: str
 
 
 def point_argv(
-    *,
-    url: str,
-    model: str,
-    tokenizer: Path,
-    bench: Bench,
-    point: LoadPoint,
-    dataset: Path,
-    warmups: int,
-    result_dir: Path,
-    result_file: str,
+    job: VllmBenchJob, point: LoadPoint, dataset: Path, *, warmups: int, result_file: str
 ) -> list[str]:
     """`vllm bench serve` arguments for one of kit's load points, its prompts in ``dataset``."""
+    bench, url, model, tokenizer, result_dir = (
+        job.bench,
+        job.url,
+        job.model,
+        job.tokenizer,
+        job.out_dir,
+    )
     load = bench.load
     assert load is not None
     argv = [
@@ -207,21 +205,15 @@ def compare_point(point: LoadPoint, data: dict[str, Any]) -> tuple[list[PointFig
 
 
 def run_points(
-    *,
-    python: str,
+    job: VllmBenchJob,
     env: dict[str, str],
-    url: str,
-    model: str,
-    tokenizer: Path,
-    bench: Bench,
-    warmups: int,
-    timeout_s: float,
     kit_result: BenchResult | None,
-    out_dir: Path,
     planned: list[Planned],
 ) -> tuple[list[VllmBenchPoint], list[str]]:
     """One `vllm bench serve` per kit load point on ``planned`` (kit's requests, as
-    :meth:`kit.bench.Bencher.planned` drew them); the entries and notes on what differs."""
+    :meth:`kit.bench.Bencher.planned` drew them), run by ``job.python`` in ``env``; the entries
+    and notes on what differs."""
+    bench, out_dir = job.bench, job.out_dir
     points = kit_result.load_points if kit_result else []
     load = bench.load
     assert load is not None
@@ -232,19 +224,15 @@ def run_points(
         salt = f"vllm-{point.label}-{secrets.token_hex(4)}"
         dataset.write_text(point_lines(planned, point, load.warmups_at(point.level), salt))
         argvs[point.label] = point_argv(
-            url=url,
-            model=model,
-            tokenizer=tokenizer,
-            bench=bench,
-            point=point,
-            dataset=dataset,
-            warmups=load.vllm_warmups(point.level, warmups),
-            result_dir=out_dir,
+            job,
+            point,
+            dataset,
+            warmups=load.vllm_warmups(point.level, job.settings.warmups),
             result_file=f"vllm-bench-{point.label}.json",
         )
     log.info("vllm bench serve: %d points in one process", len(argvs))
     t0 = time.monotonic()
-    status = invoke_points(python, argvs, env, timeout_s, out_dir)
+    status = invoke_points(job.python, argvs, env, job.settings.timeout_s, out_dir)
     log.info("vllm bench serve: %d points done in %.0f s", len(argvs), time.monotonic() - t0)
     entries: list[VllmBenchPoint] = []
     for point in points:

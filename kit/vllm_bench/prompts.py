@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from kit.bench import PromptSummary
 from kit.errors import BadInputError
 from kit.paths import display_path
-from kit.recipe import Bench, Prompt
+from kit.recipe import Prompt
+from kit.vllm_bench.job import VllmBenchJob
 
 DECODE_TOLERANCE_PCT = 2.0
 TTFT_TOLERANCE_MS = 5.0
@@ -74,19 +75,12 @@ def dataset_lines(prompt: Prompt, runs: int) -> str:
 
 
 def bench_argv(
-    *,
-    url: str,
-    model: str,
-    tokenizer: Path,
-    dataset: Path,
-    prompt: Prompt,
-    bench: Bench,
-    runs: int,
-    warmups: int,
-    result_dir: Path,
-    result_file: str,
+    job: VllmBenchJob, prompt: Prompt, dataset: Path, *, runs: int, result_file: str
 ) -> list[str]:
-    """Arguments of `vllm bench serve` for one prompt (after ``-m vllm.entrypoints.cli.main``)."""
+    """Arguments of `vllm bench serve` for one prompt (after ``-m vllm.entrypoints.cli.main``),
+    ``runs`` times from ``dataset``, its warm-ups as ``job.settings`` says."""
+    bench, url, model, tokenizer = job.bench, job.url, job.model, job.tokenizer
+    warmups, result_dir = job.settings.warmups, job.out_dir
     s = bench.sampling
     extra: dict[str, Any] = {"chat_template_kwargs": dict(bench.chat_template_kwargs)}
     if s.seed is not None:

@@ -231,7 +231,7 @@ def test_vllm_bench_serve_runs_at_each_load_point(
 ) -> None:
     from kit.bench import Bencher, model_info
     from kit.recipe import load_recipe
-    from kit.vllm_bench import run_vllm_bench
+    from kit.vllm_bench import VllmBenchJob, run_vllm_bench
 
     sets = [
         *QUIET,
@@ -244,11 +244,11 @@ def test_vllm_bench_serve_runs_at_each_load_point(
     result = Bencher(server.url, bench, name).run()
     assert result.complete, result.incomplete_reason
     assert bench.vllm_bench is not None
-    side = run_vllm_bench(
+    job = VllmBenchJob(
         python=engine_env.python, pythonpath=engine_env.pythonpath, url=server.url, model=name,
-        tokenizer=built.served_dir, bench=bench, settings=bench.vllm_bench, kit_result=result,
-        out_dir=tmp_path,
+        tokenizer=built.served_dir, bench=bench, settings=bench.vllm_bench, out_dir=tmp_path,
     )  # fmt: skip
+    side = run_vllm_bench(job, result)
     assert [p.label for p in side.points] == ["concurrency-1", "concurrency-2"]
     # kit keeps vLLM's TTFT too (the first chunk with choices), never after its own
     for kp in result.load_points:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.bench import Bencher, RequestRecord, model_info
+from kit.bench import Bencher, RequestRecord, Watch, model_info
 from kit.recipe import LoadedRecipe, Prompt
 from kit.serve import RunningServer
 
@@ -81,8 +81,7 @@ def test_server_killed_mid_bench_keeps_runs(
         bench,
         name,
         max_model_len=max_len,
-        alive=own_server.exit_reason,
-        on_request=kill_after_two,
+        watch=Watch(alive=own_server.exit_reason, on_request=kill_after_two),
     ).run()
     assert result.complete is False
     assert result.incomplete_reason is not None

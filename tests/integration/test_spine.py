@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from factories import finished
 
-from kit.bench import Bencher, model_info
+from kit.bench import Bencher, Watch, model_info
 from kit.build import Built, build
 from kit.engine import EngineEnv
 from kit.probe import probe_host
@@ -71,7 +71,8 @@ def test_bench_real_server(
     # the same recipe with a smaller protocol (the model and engine are unchanged)
     small = load_recipe(cpu_recipe.path, SMALL)
     bench = small.recipe.bench
-    result = Bencher(server.url, bench, name, max_model_len=max_len, alive=server.exit_reason).run()
+    watch = Watch(alive=server.exit_reason)
+    result = Bencher(server.url, bench, name, max_model_len=max_len, watch=watch).run()
     assert result.complete, result.incomplete_reason
     measured = [r for r in result.records if r.phase == "measured"]
     assert len(measured) == 4 and len(result.records) == 6 + 2

@@ -24,7 +24,6 @@ import pytest
 from click.testing import CliRunner, Result
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from kit import engine
 from kit.cli import main
 from kit.errors import (
     BadURLError,
@@ -35,6 +34,7 @@ from kit.errors import (
     ServerAnswerError,
     to_kit_error,
 )
+from kit.recipe import load as recipe_load
 from kit.report.files import REPORT_FILE, read_report
 
 REFUSED = f"[Errno {errno.ECONNREFUSED}] {os.strerror(errno.ECONNREFUSED)}"
@@ -270,7 +270,7 @@ def _bug(*args: object, **kwargs: object) -> list[str]:
 
 
 def test_a_bug_is_an_internal_error(recipe: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "series_problems", _bug)
+    monkeypatch.setattr(recipe_load, "series_problems", _bug)
     res = CliRunner().invoke(main, ["recipe", "validate", recipe])
     assert res.exit_code == 1, res.output
     assert said(res) == ["error: internal error: ZeroDivisionError: injected", DEBUG_HINT]
@@ -280,8 +280,9 @@ def test_kit_debug_keeps_the_traceback(
     recipe: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIT_DEBUG", "1")
-    monkeypatch.setattr(engine, "series_problems", _bug)
-    res = CliRunner().invoke(main, ["recipe", "validate", recipe])
+    with monkeypatch.context() as m:
+        m.setattr(recipe_load, "series_problems", _bug)
+        res = CliRunner().invoke(main, ["recipe", "validate", recipe])
     assert res.exit_code == 1
     assert res.stderr.startswith("Traceback (most recent call last):")
     assert "ZeroDivisionError: injected\n" in res.stderr

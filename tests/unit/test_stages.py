@@ -88,7 +88,7 @@ def test_every_shipped_series_is_well_formed(every_series: Path) -> None:
 
 
 def test_recipe_series_matches_engine(repo_root: Path) -> None:
-    from kit.engine import series_problems
+    from kit.recipe.runnable import series_problems
 
     for path in sorted((repo_root / "recipes").glob("*.yaml")):
         server = load_recipe(path).recipe.server

@@ -22,7 +22,7 @@ Percentiles interpolate linearly between the two nearest ranks (numpy's default)
 """
 
 from kit.bench.load.datasets import Planned, file_requests, random_requests
-from kit.bench.load.run import levels, run_point
+from kit.bench.load.run import LoadTarget, levels, run_point
 from kit.bench.load.summary import (
     LoadPoint,
     Percentiles,
@@ -34,6 +34,7 @@ from kit.bench.load.summary import (
 
 __all__ = [
     "LoadPoint",
+    "LoadTarget",
     "Percentiles",
     "Planned",
     "file_requests",

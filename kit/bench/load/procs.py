@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -25,9 +26,19 @@ READY_TIMEOUT_S = 120.0  # a process's start (imports) before the point
 START_DELAY_S = 0.2  # the common start of a rate point's arrivals, after the go
 
 
-def _child(
-    conn: Connection, k: int, of: int, counter: Any, go: Any, start: Any, job: PointJob
-) -> None:
+@dataclass(frozen=True)
+class _Sync:
+    """What the client processes of one point share: the next request index (``counter``), the
+    go (``go``) and the common start of a rate point's arrivals (``start``, perf_counter)."""
+
+    counter: Any
+    go: Any
+    start: Any
+
+
+def _child(conn: Connection, k: int, of: int, sync: _Sync, job: PointJob) -> None:
+    counter = sync.counter
+
     def take() -> int | None:
         with counter.get_lock():
             i = int(counter.value)
@@ -38,9 +49,9 @@ def _child(
 
     try:
         conn.send(("ready", None, 0.0))
-        go.wait()
+        sync.go.wait()
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        share = Share(k=k, of=of, take=take, start=float(start.value))
+        share = Share(k=k, of=of, take=take, start=float(sync.start.value))
         records = asyncio.run(send_point(job, share=share))
         conn.send(("ok", [r.model_dump_json() for r in records], cpu_pct(cpu0, wall0)))
     except BaseException as exc:  # the parent says what failed; nothing is lost silently
@@ -62,7 +73,7 @@ def run_in_processes(job: PointJob, processes: int) -> tuple[list[RequestRecord]
             receive, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(
                 target=_child,
-                args=(send, k, processes, counter, go, start, job),
+                args=(send, k, processes, _Sync(counter, go, start), job),
                 name=f"kit-load-{k}",
                 daemon=True,
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from kit.bench.load.datasets import Planned
 from kit.bench.load.procs import run_in_processes
@@ -20,12 +21,20 @@ def in_send_order(records: list[RequestRecord]) -> list[RequestRecord]:
     return [r.model_copy(update={"index": n}) for n, r in enumerate(records)]
 
 
+@dataclass(frozen=True)
+class LoadTarget:
+    """What every point of a load run shares: the server at ``url`` serving ``model``, the
+    recipe's ``bench`` and the requests drawn for it (``planned``, warm-ups first)."""
+
+    url: str
+    bench: Bench
+    model: str
+    planned: list[Planned]
+
+
 def run_point(
-    url: str,
-    bench: Bench,
-    model: str,
+    target: LoadTarget,
     level: float,
-    planned: list[Planned],
     phase: Phase,
     salt: str,
     t0: float,
@@ -35,12 +44,13 @@ def run_point(
     recipe's load pattern; their records, in send order, and the client's CPU use over them
     in percent of one core (with ``bench.load.processes`` above 1, its busiest process's).
     ``t0`` (perf_counter) is the point's start: ``sent_s`` counts from it."""
+    bench = target.bench
     load = bench.load
     assert load is not None
     count = load.warmups_at(level) if phase == "load_warmup" else load.requests_at(level)
     if count == 0:
         return [], 0.0
-    job = PointJob(url, bench, model, level, planned, phase, count, salt, t0)
+    job = PointJob(target.url, bench, target.model, level, target.planned, phase, count, salt, t0)
     if load.processes > 1:
         records, cpu = run_in_processes(job, load.processes)
         if on_request:

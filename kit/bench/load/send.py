@@ -11,7 +11,7 @@ from typing import Any
 
 from kit.bench import aio
 from kit.bench.load.datasets import Planned, nth
-from kit.bench.stream import Phase, RequestRecord, request_body
+from kit.bench.stream import Phase, RequestRecord, RequestTag, StreamLimits, request_body
 from kit.recipe import Bench
 from kit.recipe.traffic import AnyLoad
 
@@ -77,15 +77,7 @@ async def send_point(
 
     async def one(conn: aio.Connection, i: int) -> RequestRecord:
         rec = await aio.stream_request(
-            conn,
-            body(i),
-            prompt=label,
-            phase=phase,
-            index=i,
-            usable_fraction=job.bench.usable_fraction,
-            deadline_s=job.bench.request_timeout_s,
-            stall_s=job.bench.stall_timeout_s,
-            t0=job.t0,
+            conn, body(i), RequestTag(label, phase, i), StreamLimits.of(job.bench), t0=job.t0
         )
         if on_request:
             on_request(rec)

@@ -70,7 +70,8 @@ def _restricted(normalized: Any, raw: Any) -> Any:
     return normalized
 
 
-def patches_item(data: dict[str, Any]) -> CheckItem:
+# a table of checks on the embedded patches, run in order, each adding its problem
+def patches_item(data: dict[str, Any]) -> CheckItem:  # noqa: C901, PLR0915
     manifest = data.get("patches")
     recipe = _obj(data.get("recipe"))
     named = _obj(recipe.get("server")).get("patches")

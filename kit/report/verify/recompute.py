@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from kit.bench import request_body, summarize_prefill, summarize_prompt
 from kit.bench.load import summarize_point
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
-from kit.probe import build_sampling
+from kit.probe import Readings, build_sampling
 from kit.recipe import Bench, Prompt
 from kit.report.assemble import energy_of
 from kit.report.files import cut
@@ -22,7 +22,8 @@ from kit.report.schema import Report
 from kit.report.verify.checklist import REL_TOL, CheckItem, check_item, differences, dump
 
 
-def summaries_item(report: Report) -> CheckItem:
+# a table of recomputations, one per part of the report
+def summaries_item(report: Report) -> CheckItem:  # noqa: C901
     problems: list[str] = []
     done: list[str] = []
     b = report.bench
@@ -73,13 +74,15 @@ def summaries_item(report: Report) -> CheckItem:
     sampling = report.gpu_sampling
     if sampling is not None:
         again_s = build_sampling(
-            started_at=sampling.started_at,
-            interval_s=sampling.interval_s,
-            duration_s=sampling.duration_s,
-            unavailable=sampling.unavailable,
-            gpus=sampling.gpus,
-            marks=sampling.marks,
-            samples=sampling.samples,
+            Readings(
+                started_at=sampling.started_at,
+                interval_s=sampling.interval_s,
+                duration_s=sampling.duration_s,
+                unavailable=sampling.unavailable,
+                gpus=sampling.gpus,
+                marks=sampling.marks,
+                samples=sampling.samples,
+            )
         )
         problems += differences(dump(sampling), dump(again_s), "gpu_sampling")
         done.append(f"GPU sampling summaries ({len(sampling.samples)} readings)")
@@ -224,7 +227,10 @@ def _record_limits(bench: Any) -> dict[tuple[str, str], tuple[int | None, int]]:
     return out
 
 
-def _record_problems(r: Any, max_tokens: int | None, fraction: float | None) -> list[str]:
+# a table of checks on one record, each adding its problem
+def _record_problems(  # noqa: C901
+    r: Any, max_tokens: int | None, fraction: float | None
+) -> list[str]:
     out: list[str] = []
     if max_tokens is not None and r.max_tokens != max_tokens:
         out.append(f"max_tokens {r.max_tokens}, the recipe says {max_tokens}")

@@ -11,7 +11,13 @@ from collections.abc import Callable
 
 import pytest
 
-from kit.bench import SequentialClient, request_body, summarize_prompt
+from kit.bench import (
+    RequestTag,
+    SequentialClient,
+    StreamLimits,
+    request_body,
+    summarize_prompt,
+)
 from kit.recipe import Bench, Prompt
 
 
@@ -112,12 +118,8 @@ def run(body: list[bytes], times: list[float], max_tokens: int = 100) -> object:
     try:
         return c.stream(
             {"max_tokens": max_tokens},
-            prompt="p",
-            phase="measured",
-            index=0,
-            usable_fraction=0.25,
-            deadline_s=100,
-            stall_s=10,
+            RequestTag("p", "measured", 0),
+            StreamLimits(usable_fraction=0.25, deadline_s=100, stall_s=10),
         )
     finally:
         c.close()
@@ -177,12 +179,8 @@ def test_http_error_is_recorded() -> None:
     c = client(400, [b"bad max_tokens"])
     rec = c.stream(
         {"max_tokens": 5},
-        prompt="p",
-        phase="warmup",
-        index=0,
-        usable_fraction=0.25,
-        deadline_s=10,
-        stall_s=10,
+        RequestTag("p", "warmup", 0),
+        StreamLimits(usable_fraction=0.25, deadline_s=10, stall_s=10),
     )
     c.close()
     assert rec.error == "HTTP 400: bad max_tokens"
@@ -199,7 +197,7 @@ def test_the_request_is_a_streamed_post() -> None:
     c = SequentialClient("http://h:8000", opener=opener)  # type: ignore[arg-type]
     body = request_body(Bench(), "m", "hello", 64)
     rec = c.stream(
-        body, prompt="p", phase="measured", index=0, usable_fraction=0.25, deadline_s=10, stall_s=10
+        body, RequestTag("p", "measured", 0), StreamLimits(0.25, deadline_s=10, stall_s=10)
     )
     c.close()
     assert rec.error is None and rec.completion_tokens == 50

@@ -380,6 +380,8 @@ def test_a_point_agrees_with_vllm_within_two_percent_on_each_median() -> None:
 
 def test_vllm_bench_gets_kits_own_requests_of_a_point_behind_fresh_salts(tmp_path: Path) -> None:
     from kit.bench.load.datasets import Planned
+    from kit.recipe import VllmBenchSettings
+    from kit.vllm_bench.job import VllmBenchJob
     from kit.vllm_bench.points import point_argv, point_lines
 
     planned = [Planned(f"prompt {n}", 10 + n) for n in range(5)]
@@ -400,10 +402,11 @@ def test_vllm_bench_gets_kits_own_requests_of_a_point_behind_fresh_salts(tmp_pat
             "dataset": {"kind": "random", "input_tokens": 8, "output_tokens": 4},
         }
     )
-    argv = point_argv(
-        url="http://127.0.0.1:1/", model="m", tokenizer=tmp_path, bench=bench, point=point,
-        dataset=tmp_path / "d.jsonl", warmups=1, result_dir=tmp_path, result_file="r.json",
+    job = VllmBenchJob(
+        python="python", pythonpath=None, url="http://127.0.0.1:1/", model="m",
+        tokenizer=tmp_path, bench=bench, settings=VllmBenchSettings(), out_dir=tmp_path,
     )  # fmt: skip
+    argv = point_argv(job, point, tmp_path / "d.jsonl", warmups=1, result_file="r.json")
     pairs = dict(itertools.pairwise(argv))
     assert pairs["--dataset-name"] == "custom" and pairs["--custom-output-len"] == "-1"
     assert pairs["--max-concurrency"] == "2" and pairs["--request-rate"] == "inf"
@@ -487,7 +490,7 @@ def _recording_server(seen: list[str]) -> ThreadingHTTPServer:
 def test_client_processes_send_each_request_of_a_point_once(
     load: dict[str, Any], serve: Callable[[ThreadingHTTPServer], str]
 ) -> None:
-    from kit.bench.load.run import run_point
+    from kit.bench.load.run import LoadTarget, run_point
 
     seen: list[str] = []
     bench = Bench(stall_timeout_s=5.0, prompts=[Prompt(name="a", text="x", max_tokens=4)],
@@ -495,7 +498,8 @@ def test_client_processes_send_each_request_of_a_point_once(
     planned = Bencher("http://127.0.0.1:1", bench, "m").planned(1)
     url = serve(_recording_server(seen))
     level = (load.get("levels") or load["rates"])[0]
-    records, cpu = run_point(url, bench, "m", level, planned, "load", "s", time.perf_counter())
+    target = LoadTarget(url, bench, "m", planned)
+    records, cpu = run_point(target, level, "load", "s", time.perf_counter())
     assert [r.index for r in records] == list(range(7)) and all(r.error is None for r in records)
     assert [r.sent_s for r in records] == sorted(r.sent_s or 0.0 for r in records)
     # every request index sent once, by whichever process took it
@@ -504,7 +508,7 @@ def test_client_processes_send_each_request_of_a_point_once(
 
 
 def test_a_first_token_without_text_moves_kits_ttft_not_vllms() -> None:
-    from kit.bench.stream import StreamState
+    from kit.bench.stream import RequestTag, StreamState
     from kit.vllm_bench.points import compare_point
 
     def chunk(text: str | None, **delta: str) -> str:
@@ -522,7 +526,7 @@ def test_a_first_token_without_text_moves_kits_ttft_not_vllms() -> None:
                           (chunk("ab"), 10.046), (chunk("c"), 10.051), (usage, 10.052),
                           ("[DONE]", 10.053)):  # fmt: skip
             s.event(data, now)
-        return s.record(body, None, prompt="concurrency-2", phase="load", index=0,
+        return s.record(body, None, RequestTag("concurrency-2", "load", 0),
                         started="2026-12-01T00:00:00.000+00:00", usable_fraction=0.5,
                         sent_s=sent_s)  # fmt: skip
 

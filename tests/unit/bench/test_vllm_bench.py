@@ -11,8 +11,8 @@ import pytest
 from kit.bench import PromptSummary
 from kit.errors import BadInputError
 from kit.metrics import summarize
-from kit.recipe import REFERENCE_PROMPTS, Bench
-from kit.vllm_bench import bench_argv, compare, dataset_lines, explain, parse_result
+from kit.recipe import REFERENCE_PROMPTS, Bench, VllmBenchSettings
+from kit.vllm_bench import VllmBenchJob, bench_argv, compare, dataset_lines, explain, parse_result
 
 
 @pytest.fixture
@@ -115,18 +115,17 @@ def test_compare_and_tolerances() -> None:
 def test_argv_matches_the_protocol(tmp_path: Path) -> None:
     bench = Bench(ignore_eos=True)
     prompt = REFERENCE_PROMPTS[1]
-    argv = bench_argv(
+    job = VllmBenchJob(
+        python="python",
+        pythonpath=None,
         url="http://127.0.0.1:8000/",
         model="kit-model",
         tokenizer=tmp_path,
-        dataset=tmp_path / "d.jsonl",
-        prompt=prompt,
         bench=bench,
-        runs=5,
-        warmups=1,
-        result_dir=tmp_path,
-        result_file="r.json",
+        settings=VllmBenchSettings(warmups=1),
+        out_dir=tmp_path,
     )
+    argv = bench_argv(job, prompt, tmp_path / "d.jsonl", runs=5, result_file="r.json")
 
     def value(flag: str) -> str:
         return argv[argv.index(flag) + 1]

@@ -23,6 +23,7 @@ from kit.probe import (
     GpuSampler,
     GpuSampling,
     HostProbe,
+    Readings,
     Unavailable,
     anonymize_dump,
     build_sampling,
@@ -85,13 +86,15 @@ def calls(dump: dict[str, Any], gpu: int) -> dict[str, Any]:
 def rebuilt(sampling: GpuSampling, samples: list[GpuSample] | None = None) -> GpuSampling:
     """The sampling's summaries computed again, from its (possibly edited) readings."""
     return build_sampling(
-        started_at=sampling.started_at,
-        interval_s=sampling.interval_s,
-        duration_s=sampling.duration_s,
-        unavailable=sampling.unavailable,
-        gpus=sampling.gpus,
-        marks=sampling.marks,
-        samples=sampling.samples if samples is None else samples,
+        Readings(
+            started_at=sampling.started_at,
+            interval_s=sampling.interval_s,
+            duration_s=sampling.duration_s,
+            unavailable=sampling.unavailable,
+            gpus=sampling.gpus,
+            marks=sampling.marks,
+            samples=sampling.samples if samples is None else samples,
+        )
     )
 
 
@@ -376,13 +379,15 @@ def test_energy_per_token(sampling: GpuSampling) -> None:
 
 def test_without_marks_the_window_is_the_whole_session(sampling: GpuSampling) -> None:
     unmarked = build_sampling(
-        started_at=sampling.started_at,
-        interval_s=sampling.interval_s,
-        duration_s=sampling.duration_s,
-        unavailable=None,
-        gpus=sampling.gpus,
-        marks=[],
-        samples=sampling.samples,
+        Readings(
+            started_at=sampling.started_at,
+            interval_s=sampling.interval_s,
+            duration_s=sampling.duration_s,
+            unavailable=None,
+            gpus=sampling.gpus,
+            marks=[],
+            samples=sampling.samples,
+        )
     )
     assert unmarked.window is not None and unmarked.window.source == "whole_session"
     assert unmarked.window.start_s == sampling.samples[0].t_s

@@ -20,12 +20,12 @@ from kit.build import Built
 from kit.engine import EngineEnv
 from kit.model.hub import local
 from kit.probe import host_probe_from_dump
-from kit.recipe import load_recipe
+from kit.recipe import VllmBenchSettings, load_recipe
 from kit.recipe.sources import LocalModel
 from kit.report.assemble import engine_info, host_for_report, new_report, server_info
 from kit.report.schema import Report
 from kit.serve import RunningServer
-from kit.vllm_bench import VllmBench, bench_argv, compare, parse_result, shown_argv
+from kit.vllm_bench import VllmBench, VllmBenchJob, bench_argv, compare, parse_result, shown_argv
 
 USER, HOST = "alice", "alice-box"
 # the API path vllm bench serve posts to: a URL path, not a file
@@ -157,18 +157,18 @@ def build(
         boot_s=50.5,
     )
     prompt = recipe.bench.prompts[0]
-    argv = bench_argv(
+    job = VllmBenchJob(
+        python="python",
+        pythonpath=None,
         url=server.url,
         model=str(served),  # vLLM's served name is the model path when none is given
         tokenizer=served,
-        dataset=out_dir / f"vllm-bench-{prompt.name}.jsonl",
-        prompt=prompt,
         bench=recipe.bench,
-        runs=5,
-        warmups=1,
-        result_dir=out_dir,
-        result_file=f"vllm-bench-{prompt.name}.json",
+        settings=VllmBenchSettings(warmups=1),
+        out_dir=out_dir,
     )
+    dataset = out_dir / f"vllm-bench-{prompt.name}.jsonl"
+    argv = bench_argv(job, prompt, dataset, runs=5, result_file=f"vllm-bench-{prompt.name}.json")
     result = json.loads(
         (repo_root / "tests" / "fixtures" / "vllm-bench" / "h200-tp1-code.json").read_text()
     )

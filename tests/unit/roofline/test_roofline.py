@@ -11,6 +11,7 @@ import pytest
 from kit.errors import BadInputError
 from kit.metrics import spec_decode_from_counts
 from kit.roofline import (
+    BoundSetup,
     GpuBandwidth,
     bandwidth_source,
     draft_passes,
@@ -160,12 +161,7 @@ def test_plain_bound_by_hand(target_dir: Path) -> None:
         100.0,
         400.0,
         None,
-        target=mb,
-        draft=None,
-        passes=0,
-        k=0,
-        tp=1,
-        bandwidth_gbps=1000.0,
+        BoundSetup(target=mb, draft=None, passes=0, k=0, tp=1, bandwidth_gbps=1000.0),
     )
     step_bytes = PER_PASS + 512 + KV_TOKEN * 100  # weights + one embedding row + KV of 100
     assert r.target_pass_bytes_per_gpu == step_bytes == 1243136
@@ -189,12 +185,14 @@ def test_speculative_bound_by_hand(target_dir: Path, draft_dir: Path) -> None:
         100.0,
         200.0,
         spec,
-        target=target,
-        draft=draft,
-        passes=draft_passes("dflash", 7),
-        k=7,
-        tp=1,
-        bandwidth_gbps=1000.0,
+        BoundSetup(
+            target=target,
+            draft=draft,
+            passes=draft_passes("dflash", 7),
+            k=7,
+            tp=1,
+            bandwidth_gbps=1000.0,
+        ),
     )
     b_target = PER_PASS + 512 * 8 + KV_TOKEN * 100  # verifies 1 + 7 tokens
     b_draft = 1313024 + LM_HEAD + 512 * 100  # draft tensors + shared lm_head + draft KV
@@ -210,10 +208,10 @@ def test_tensor_parallel_halves_sharded_bytes(target_dir: Path) -> None:
     replicated = DENSE + FINAL_NORM
     assert mb.per_gpu_pass_bytes(2) == (PER_PASS - replicated) / 2 + replicated
     r1 = prompt_bound(
-        "p", 100.0, None, None, target=mb, draft=None, passes=0, k=0, tp=1, bandwidth_gbps=1000
+        "p", 100.0, None, None, BoundSetup(mb, None, passes=0, k=0, tp=1, bandwidth_gbps=1000)
     )
     r2 = prompt_bound(
-        "p", 100.0, None, None, target=mb, draft=None, passes=0, k=0, tp=2, bandwidth_gbps=1000
+        "p", 100.0, None, None, BoundSetup(mb, None, passes=0, k=0, tp=2, bandwidth_gbps=1000)
     )
     assert (
         r2.target_pass_bytes_per_gpu
