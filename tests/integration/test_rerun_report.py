@@ -108,5 +108,10 @@ def test_rerun_of_a_report_ends_with_a_signed_verdict_linked_to_it(
         "--html", str(tmp_path / "benchmarks.html"), cwd=repo_root,
     )  # fmt: skip
     assert table.returncode == 0, table.stderr
-    assert table.stdout.count("\n## ") == 1 and "rerun-test" in table.stdout
+    # sections by kind: a VALID run under single-stream decode, an INVALID one apart; the two
+    # CPU runs are one group (model, rig, engine) wherever they sit
+    sections = [ln[3:] for ln in table.stdout.splitlines() if ln.startswith("## ")]
+    assert set(sections) <= {"Single-stream decode", "INVALID runs"} and sections, sections
+    assert table.stdout.count("\n### ") == len(sections) and "rerun-test" in table.stdout
+    assert first["run_id"] in table.stdout and report.run_id in table.stdout
     assert "Unverified" not in table.stdout and (tmp_path / "benchmarks.html").exists()
