@@ -39,7 +39,7 @@ from kit.bench import (  # noqa: E402
     model_info,
     request_body,
 )
-from kit.bench.runner import scrape_metrics  # noqa: E402
+from kit.bench.server import scrape_metrics  # noqa: E402
 from kit.build import build  # noqa: E402
 from kit.metrics import request_witness  # noqa: E402
 from kit.recipe import load_recipe  # noqa: E402

@@ -39,7 +39,8 @@ import httpx
 from pydantic import Field
 
 from kit.base import KitModel
-from kit.bench.runner import Bencher, scrape_metrics
+from kit.bench.runner import Bencher
+from kit.bench.server import scrape_metrics
 from kit.bench.stream import request_body, utc_now_ms
 from kit.metrics import ServerWindow, decode_tps, server_window
 from kit.probe import GpuSampler, HostLoadSampler

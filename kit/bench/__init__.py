@@ -9,13 +9,15 @@ bench early with the runs so far, marked incomplete.
 - :mod:`kit.bench.stream`: one streamed request's rules and its :class:`RequestRecord`.
 - :mod:`kit.bench.aio`: the client, for both protocols (:class:`SequentialClient` one at a time).
 - :mod:`kit.bench.runner`: :class:`Bencher`, the protocol against one server.
+- :mod:`kit.bench.server`: the served model and the server's /metrics, outside the timing.
 - :mod:`kit.bench.summary`: :class:`BenchResult` and the summaries computed from the records.
 """
 
 from __future__ import annotations
 
 from kit.bench.aio import SequentialClient
-from kit.bench.runner import Bencher, Watch, model_info
+from kit.bench.runner import Bencher, Watch
+from kit.bench.server import model_info
 from kit.bench.stream import (
     BenchAborted,
     Phase,

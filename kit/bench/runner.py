@@ -31,6 +31,7 @@ from kit.bench.load import (
     run_point,
     summarize_point,
 )
+from kit.bench.server import scrape_metrics
 from kit.bench.stream import (
     BenchAborted,
     Phase,
@@ -47,12 +48,10 @@ from kit.bench.summary import (
     summarize_prefill,
     summarize_prompt,
 )
-from kit.errors import ServerAnswerError
 from kit.metrics import (
     Sample,
     SpecDecode,
     add_spec,
-    parse_prometheus,
     request_witness,
     server_window,
     spec_decode_delta,
@@ -85,21 +84,6 @@ def _filler(words: int, salt: str) -> str:
     vocab = _FILLER_TEXT.split()
     body = " ".join(vocab[i % len(vocab)] for i in range(max(words, 1)))
     return f"[{salt}] Summarize the following notes in one sentence. {body}"
-
-
-def scrape_metrics(client: httpx.Client, url: str) -> dict[Sample, float]:
-    """The server's /metrics, parsed; empty when it cannot be read or parsed (logged)."""
-    try:
-        resp = client.get(url + "/metrics")
-    except httpx.HTTPError:
-        return {}
-    if resp.status_code != 200:
-        return {}
-    try:
-        return parse_prometheus(resp.text)
-    except ValueError as exc:
-        log.warning("bench: %s: no server-side figures for this window", exc)
-        return {}
 
 
 @dataclass(frozen=True)
@@ -387,21 +371,3 @@ class Bencher:
             self.soft_failures.append(f"{name}: {exc}")
             return PrefillResult(depth=depth, status="failed", reason=str(exc))
         return summarize_prefill(depth, self.records)
-
-
-def model_info(url: str) -> tuple[str, int | None]:
-    """Served model name and its max_model_len, from /v1/models. A server that cannot be
-    reached raises httpx's error (:func:`kit.errors.to_kit_error` words it); one that answers
-    an error status or no OpenAI model list raises ``ServerAnswerError``."""
-    endpoint = url.rstrip("/") + "/v1/models"
-    resp = httpx.get(endpoint, timeout=10)
-    if resp.is_error:
-        raise ServerAnswerError(endpoint, resp.status_code, resp.text)
-    try:
-        entry = resp.json()["data"][0]
-        limit = entry.get("max_model_len")
-        return str(entry["id"]), int(limit) if limit else None
-    except (ValueError, LookupError, TypeError, AttributeError):
-        raise ServerAnswerError(
-            endpoint, resp.status_code, resp.text, expected="no OpenAI model list"
-        ) from None
