@@ -14,6 +14,7 @@ import click
 
 from kit import __version__
 from kit.cli import containers, fleet, host, importer, keys, patches, recipe, report, run, schema
+from kit.cli.options import examples
 from kit.console import report_error, setup_logging
 
 
@@ -30,19 +31,20 @@ class KitGroup(click.Group):
             ctx.exit(report_error(exc))
 
 
-@click.group(cls=KitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=KitGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=examples(
+        "kit reproduce recipes/cpu-tiny.yaml",
+        "kit recipe validate recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml",
+        "kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml",
+    ),
+)
 @click.version_option(__version__, prog_name="kit")
 @click.option("-v", "--verbose", count=True, help="More log output.")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
 def main(verbose: int, quiet: bool) -> None:
-    """kit: rebuild, serve and measure a published LLM-serving result from a recipe.
-
-    \b
-    Examples:
-      kit reproduce recipes/cpu-tiny.yaml
-      kit recipe validate recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
-      kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml
-    """
+    """kit: rebuild, serve and measure a published LLM-serving result from a recipe."""
     setup_logging(logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO))
 
 

@@ -8,19 +8,30 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kit.cli.options import set_option, sign_options
+from kit.cli.options import examples, set_option, sign_options
 from kit.recipe import load_recipe
 
 if TYPE_CHECKING:
     from kit.image import EngineFrom
 
 
-@click.group("image")
+@click.group(
+    "image",
+    epilog=examples("kit image build recipes/cpu-tiny.yaml", "sudo kit image bootstrap"),
+)
 def image() -> None:
     """The engine image (Dockerfile) and its offline base."""
 
 
-@image.command("build")
+@image.command(
+    "build",
+    epilog=examples(
+        "kit image build recipes/cpu-tiny.yaml",
+        "kit image build recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --allow-unpinned",
+        "sudo kit image bootstrap --cuda",
+        "kit image build recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --engine-from pypi",
+    ),
+)
 @click.argument("path", type=click.Path())
 @set_option
 @click.option("--base-image", default=None, help="FROM image (default: the recipe's).")
@@ -65,13 +76,6 @@ def image_build(
 
     The host's wheelhouse goes into CPU builds only: a GPU build takes its CUDA wheels from
     PyPI unless --wheelhouse names one.
-
-    \b
-    Examples:
-      kit image build recipes/cpu-tiny.yaml
-      kit image build recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --allow-unpinned
-      sudo kit image bootstrap --cuda
-      kit image build recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --engine-from pypi
     """
     from kit import image as image_mod
 
@@ -95,7 +99,14 @@ def image_build(
     click.echo(json.dumps(image_mod.describe(info), indent=2))
 
 
-@image.command("bootstrap")
+@image.command(
+    "bootstrap",
+    epilog=examples(
+        "sudo kit image bootstrap",
+        "sudo kit image bootstrap --suite bookworm --force",
+        "sudo kit image bootstrap --cuda",
+    ),
+)
 @click.option("--tag", default=None, help="Image tag (default: kit-base:bookworm).")
 @click.option("--suite", default="bookworm", show_default=True, help="Debian suite.")
 @click.option("--mirror", default=None, help="Debian mirror, e.g. a snapshot.debian.org URL.")
@@ -109,14 +120,7 @@ def image_build(
 def image_bootstrap(
     tag: str | None, suite: str, mirror: str | None, force: bool, cuda: bool
 ) -> None:
-    """Make a base image locally (debootstrap + docker import): needs no registry.
-
-    \b
-    Examples:
-      sudo kit image bootstrap
-      sudo kit image bootstrap --suite bookworm --force
-      sudo kit image bootstrap --cuda
-    """
+    """Make a base image locally (debootstrap + docker import): needs no registry."""
     from kit import image as image_mod
 
     default_tag = image_mod.CUDA_BASE_IMAGE if cuda else image_mod.CPU_BASE_IMAGE
@@ -127,12 +131,24 @@ def image_bootstrap(
     click.echo(json.dumps(image_mod.describe(info), indent=2))
 
 
-@click.group("compose")
+@click.group(
+    "compose",
+    epilog=examples(
+        "kit compose env recipes/cpu-tiny.yaml -o build/compose/cpu-tiny.env",
+        "kit reproduce --runtime compose recipes/cpu-tiny.yaml",
+    ),
+)
 def compose() -> None:
     """The container stack (compose.yaml)."""
 
 
-@compose.command("env")
+@compose.command(
+    "env",
+    epilog=examples(
+        "kit compose env recipes/cpu-tiny.yaml -o build/compose/cpu-tiny.env",
+        "docker compose --env-file build/compose/cpu-tiny.env config",
+    ),
+)
 @click.argument("path", type=click.Path())
 @set_option
 @click.option(
@@ -156,13 +172,7 @@ def compose_env(
     key_path: str | None,
     no_sign: bool,
 ) -> None:
-    """Render the env file compose.yaml reads for a recipe (stdout, or -o FILE).
-
-    \b
-    Examples:
-      kit compose env recipes/cpu-tiny.yaml -o build/compose/cpu-tiny.env
-      docker compose --env-file build/compose/cpu-tiny.env config
-    """
+    """Render the env file compose.yaml reads for a recipe (stdout, or -o FILE)."""
     from kit import compose as compose_mod
     from kit.probe.redaction import secret_file
 

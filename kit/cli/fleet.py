@@ -8,11 +8,18 @@ from pathlib import Path
 
 import click
 
-from kit.cli.options import set_option
+from kit.cli.options import examples, set_option
 from kit.errors import EXIT_FAILED
 
 
-@click.command("sweep")
+@click.command(
+    "sweep",
+    epilog=examples(
+        "kit sweep recipes/cpu-tiny.yaml --vary bench.runs=3 --vary bench.runs=5",
+        "kit sweep recipes/a.yaml recipes/b.yaml --ray http://head:8265 --keys rigs/ \\\n"
+        "    --rig 2x-nvidia-geforce-rtx-3090-24g --rig 1x-nvidia-h200-140g",
+    ),
+)
 @click.argument("recipes", nargs=-1, required=True, type=click.Path())
 @set_option
 @click.option(
@@ -75,12 +82,6 @@ def sweep(
     (`kit report table`). A cell whose report is already in OUT and verifies is skipped: run
     the same command again to resume. Exit 1 when a cell failed (its log is
     OUT/<cell>/cell.log), 2 on a bad recipe or --set (checked before anything runs).
-
-    \b
-    Examples:
-      kit sweep recipes/cpu-tiny.yaml --vary bench.runs=3 --vary bench.runs=5
-      kit sweep recipes/a.yaml recipes/b.yaml --ray http://head:8265 --keys rigs/ \\
-          --rig 2x-nvidia-geforce-rtx-3090-24g --rig 1x-nvidia-h200-140g
     """
     from kit.fleet import expand
     from kit.fleet import sweep as run_sweep
@@ -108,16 +109,27 @@ def sweep(
         sys.exit(EXIT_FAILED)
 
 
-@click.group("fleet")
+@click.group(
+    "fleet",
+    epilog=examples(
+        "kit fleet resources",
+        'ray start --address=HEAD:6379 --resources "$(kit fleet resources)"',
+    ),
+)
 def fleet() -> None:
     """A Ray cluster of rigs for kit sweep (docs/fleet.md)."""
 
 
-@fleet.command("resources")
+@fleet.command(
+    "resources",
+    epilog=examples(
+        "kit fleet resources",
+        'ray start --address=HEAD:6379 --resources "$(kit fleet resources)"',
+    ),
+)
 def fleet_resources() -> None:
-    """Print this machine's Ray resource, for `ray start --resources "$(kit fleet
-    resources)"`: {"rig:<class>": 1}, the class from the host probe (e.g.
-    1x-nvidia-h200-140g, cpu-avx512)."""
+    """Print this machine's Ray resource, {"rig:<class>": 1}, for `ray start --resources`: the
+    class from the host probe (e.g. 1x-nvidia-h200-140g, cpu-avx512)."""
     from kit.fleet import node_resources
 
     click.echo(json.dumps(node_resources()))

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kit.cli.options import examples
+
 if TYPE_CHECKING:
     from kit.probe import HostProbe
 
@@ -24,17 +26,11 @@ def _probe_lines(host: HostProbe) -> list[str]:
     return lines
 
 
-@click.command("probe")
+@click.command("probe", epilog=examples("kit probe", "kit probe --json > host.json"))
 @click.option("--json", "as_json", is_flag=True, help="Print the full probe as JSON.")
 @click.option("--no-redact", is_flag=True, help="Keep host name, paths, UUIDs and serials.")
 def probe(as_json: bool, no_redact: bool) -> None:
-    """Probe this host: GPUs (NVML), PCIe, NVLink, P2P, power limits, CPU, OS.
-
-    \b
-    Examples:
-      kit probe
-      kit probe --json > host.json
-    """
+    """Probe this host: GPUs (NVML), PCIe, NVLink, P2P, power limits, CPU, OS."""
     from kit.probe import probe_host, probe_to_json
 
     host = probe_host(redact=not no_redact)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from kit.cli.options import examples
 from kit.errors import BadInputError
 
 DEFAULT_BASE = Path("recipes") / "cpu-tiny.yaml"
@@ -24,7 +25,14 @@ def default_base() -> Path:
     )
 
 
-@click.command("import")
+@click.command(
+    "import",
+    epilog=examples(
+        "kit import result.json -o recipes/imported.yaml",
+        "kit import out.json --base recipes/musgrave-llama3.1-8b-1xa100-concurrency.yaml",
+        "kit import mlperf_log_summary.txt > reference-only.yaml",
+    ),
+)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-o",
@@ -46,12 +54,6 @@ def import_file(file: Path, output: Path | None, base: Path | None) -> None:
     a comment block with the open pins (what the file does not say) and every value carried or
     defaulted. Says what it detected on stderr. A file kit cannot use exits 2 with the reason
     (all requests failed, no figures, an unknown layout) and writes nothing.
-
-    \b
-    Examples:
-      kit import result.json -o recipes/imported.yaml
-      kit import out.json --base recipes/musgrave-llama3.1-8b-1xa100-concurrency.yaml
-      kit import mlperf_log_summary.txt > reference-only.yaml
     """
     from kit.importers import import_file as run_import
 

@@ -7,13 +7,21 @@ from pathlib import Path
 
 import click
 
+from kit.cli.options import examples
 
-@click.group("keys")
+
+@click.group(
+    "keys",
+    epilog=examples("kit keys generate", "kit keys trust ./alice.pub", "kit keys list"),
+)
 def keys() -> None:
     """Signing keys for reports, and the keys trusted to have signed them."""
 
 
-@keys.command("generate")
+@keys.command(
+    "generate",
+    epilog=examples("kit keys generate", "kit keys generate --dir ./keys --name lab-rig"),
+)
 @click.option(
     "--dir",
     "dest",
@@ -29,11 +37,6 @@ def keys() -> None:
 def keys_generate(dest: str | None, name: str, force: bool, no_trust: bool) -> None:
     """Write an Ed25519 key pair (private key mode 0600), trust its public key here (your own
     reports then verify without --key), and print the fingerprint.
-
-    \b
-    Examples:
-      kit keys generate
-      kit keys generate --dir ./keys --name lab-rig
     """
     from kit.signing import TrustStore, generate_keypair
 
@@ -48,7 +51,10 @@ def keys_generate(dest: str | None, name: str, force: bool, no_trust: bool) -> N
     click.echo(json.dumps(data, indent=2))
 
 
-@keys.command("export")
+@keys.command(
+    "export",
+    epilog=examples("kit keys export > kit.ssh.pub", "kit keys export ./lab-rig.pub --format pem"),
+)
 @click.argument("pub", required=False, type=click.Path(dir_okay=False))
 @click.option(
     "--format",
@@ -61,11 +67,6 @@ def keys_generate(dest: str | None, name: str, force: bool, no_trust: bool) -> N
 def keys_export(pub: str | None, fmt: str) -> None:
     """Print the public key PUB (PEM or OpenSSH; default: kit.pub in kit's config dir) in
     another form. Every command that reads a .pub accepts both forms.
-
-    \b
-    Examples:
-      kit keys export > kit.ssh.pub
-      kit keys export ./lab-rig.pub --format pem
     """
     from kit.paths import default_config_dir
     from kit.signing import load_public_key, public_key_bytes
@@ -75,18 +76,18 @@ def keys_export(pub: str | None, fmt: str) -> None:
     click.echo(public_key_bytes(key, "openssh" if fmt == "openssh" else "pem"), nl=False)
 
 
-@keys.command("trust")
+@keys.command(
+    "trust",
+    epilog=examples(
+        "kit keys trust ./alice.pub", "kit keys trust ~/Downloads/kit.pub --name lab-rig"
+    ),
+)
 @click.argument("pub", type=click.Path(dir_okay=False))
 @click.option("--name", default=None, help="Name in the trust store (default: PUB's file stem).")
 def keys_trust(pub: str, name: str | None) -> None:
     """Trust the Ed25519 public key PUB (PEM, or OpenSSH `ssh-ed25519 ...`): `kit report
     verify`, `show` and `compare` then accept reports it signed without --key. Prints the name
     and fingerprint; check the fingerprint with the key's owner first.
-
-    \b
-    Examples:
-      kit keys trust ./alice.pub
-      kit keys trust ~/Downloads/kit.pub --name lab-rig
     """
     from kit.signing import TrustStore
 
@@ -94,30 +95,22 @@ def keys_trust(pub: str, name: str | None) -> None:
     click.echo(json.dumps(entry.model_dump(mode="json"), indent=2))
 
 
-@keys.command("list")
+@keys.command("list", epilog=examples("kit keys list"))
 def keys_list() -> None:
-    """Print the trusted keys (name, fingerprint, file) as JSON.
-
-    \b
-    Examples:
-      kit keys list
-    """
+    """Print the trusted keys (name, fingerprint, file) as JSON."""
     from kit.signing import TrustStore
 
     entries = [entry.model_dump(mode="json") for entry in TrustStore.default().trusted()]
     click.echo(json.dumps(entries, indent=2))
 
 
-@keys.command("untrust")
+@keys.command(
+    "untrust", epilog=examples("kit keys untrust lab-rig", "kit keys untrust sha256:3f2a...")
+)
 @click.argument("name_or_fingerprint")
 def keys_untrust(name_or_fingerprint: str) -> None:
     """Stop trusting a key, named by its trust-store name or its fingerprint; a unique prefix
     of the fingerprint (4 or more hex digits) will do.
-
-    \b
-    Examples:
-      kit keys untrust lab-rig
-      kit keys untrust sha256:3f2a...
     """
     from kit.signing import TrustStore
 

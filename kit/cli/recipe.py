@@ -8,27 +8,34 @@ from pathlib import Path
 
 import click
 
-from kit.cli.options import set_option
+from kit.cli.options import examples, set_option
 from kit.errors import EXIT_BAD_INPUT, BadInputError, KitError
 from kit.recipe import load_recipe
 
 
-@click.group("recipe")
+@click.group(
+    "recipe",
+    epilog=examples(
+        "kit recipe validate recipes/*.yaml",
+        "kit recipe show recipes/cpu-tiny.yaml --set bench.runs=2",
+        "kit recipe pick",
+    ),
+)
 def recipe() -> None:
     """Validate and show recipes."""
 
 
-@recipe.command("validate")
+@recipe.command(
+    "validate",
+    epilog=examples(
+        "kit recipe validate recipes/*.yaml",
+        "kit recipe validate recipes/cpu-tiny.yaml --set server.max_model_len=4096",
+    ),
+)
 @click.argument("recipes", nargs=-1, required=True, type=click.Path())
 @set_option
 def recipe_validate(recipes: tuple[str, ...], overrides: tuple[str, ...]) -> None:
-    """Check recipe files; one line per problem, exit 2 on any.
-
-    \b
-    Examples:
-      kit recipe validate recipes/*.yaml
-      kit recipe validate recipes/cpu-tiny.yaml --set server.max_model_len=4096
-    """
+    """Check recipe files; one line per problem, exit 2 on any."""
     problems: list[str] = []
     for path in recipes:
         try:
@@ -43,16 +50,11 @@ def recipe_validate(recipes: tuple[str, ...], overrides: tuple[str, ...]) -> Non
         sys.exit(EXIT_BAD_INPUT)
 
 
-@recipe.command("show")
+@recipe.command("show", epilog=examples("kit recipe show recipes/cpu-tiny.yaml --set bench.runs=2"))
 @click.argument("path", type=click.Path())
 @set_option
 def recipe_show(path: str, overrides: tuple[str, ...]) -> None:
-    """Print the resolved recipe (extends and --set applied) as JSON.
-
-    \b
-    Example:
-      kit recipe show recipes/cpu-tiny.yaml --set bench.runs=2
-    """
+    """Print the resolved recipe (extends and --set applied) as JSON."""
     loaded = load_recipe(path, overrides)
     data = {"sha256": loaded.recipe.sha256(), "recipe": loaded.recipe.to_json_dict()}
     click.echo(json.dumps(data, indent=2))
@@ -69,7 +71,13 @@ def write_recipe_lock(path: str, images: bool) -> Path:
     return write_lock(lock_path(loaded.path), lock)
 
 
-@click.command("lock")
+@click.command(
+    "lock",
+    epilog=examples(
+        "kit lock recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml",
+        "HF_ENDPOINT=http://127.0.0.1:8080 kit lock my-recipe.yaml",
+    ),
+)
 @click.argument("path", type=click.Path())
 @click.option(
     "--no-image",
@@ -81,11 +89,6 @@ def lock(path: str, no_image: bool) -> None:
     honouring HF_ENDPOINT; a GPU base image tag to its digest through the docker CLI) and write
     RECIPE.lock.yaml beside it. Every kit command then applies the lock, until the recipe
     changes; --set still wins. Prints the lock's path and what it pinned.
-
-    \b
-    Examples:
-      kit lock recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
-      HF_ENDPOINT=http://127.0.0.1:8080 kit lock my-recipe.yaml
     """
     from kit.recipe.lock import read_lock
 
@@ -99,7 +102,7 @@ def lock(path: str, no_image: bool) -> None:
     click.echo(str(written))
 
 
-@recipe.command("pick")
+@recipe.command("pick", epilog=examples("kit recipe pick", "kit recipe pick --rig 2x24"))
 @click.option(
     "--dir",
     "directory",
@@ -113,11 +116,6 @@ def recipe_pick(directory: Path, rig: str | None) -> None:
     """Print the recipe for this rig: the GPUs NVML shows against each recipe's rig: block
     (none visible: the CPU recipe). Says why on stderr; exit 3, listing every recipe and what
     it needs, when none fits. `make reproduce` runs it when no RECIPE is given.
-
-    \b
-    Examples:
-      kit recipe pick
-      kit recipe pick --rig 2x24
     """
     from kit.preflight import assumed_rig
     from kit.preflight.gpu import visible_cards

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kit.cli.options import exit_by_verdict, fail_on_option
+from kit.cli.options import examples, exit_by_verdict, fail_on_option
 from kit.errors import EXIT_FAILED
 
 _PUB_HELP = "Public key (.pub) the report must be signed with; without it the signature is "
@@ -66,12 +66,26 @@ def _allow_unsigned(f: Any) -> Any:
     return click.option("--allow-unsigned", is_flag=True, help=_UNSIGNED_HELP)(f)
 
 
-@click.group("report")
+@click.group(
+    "report",
+    epilog=examples(
+        "kit report verify examples/reports/h200-tp1.report.json --keys examples/keys",
+        "kit report show reports/cpu-tiny-*/report.json",
+        "kit report compare reports/run-a/report.json reports/run-b/report.json",
+    ),
+)
 def report() -> None:
     """Check, show and compare report files."""
 
 
-@report.command("verify")
+@report.command(
+    "verify",
+    epilog=examples(
+        "kit report verify reports/cpu-tiny-*/report.json --key ~/.config/kit/kit.pub",
+        "kit report verify examples/reports/h200-tp1.report.json --keys examples/keys",
+        "kit report verify report.json --allow-unsigned",
+    ),
+)
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
 @_keys
@@ -105,12 +119,6 @@ def report_verify(
     trusted keys (`kit keys trust`); a signature by any other key fails. After a failed
     signature nothing else is checked. Exit 1 when an item fails; 2 when the file cannot be
     read as a kit report at all.
-
-    \b
-    Examples:
-      kit report verify reports/cpu-tiny-*/report.json --key ~/.config/kit/kit.pub
-      kit report verify examples/reports/h200-tp1.report.json --keys examples/keys
-      kit report verify report.json --allow-unsigned
     """
     from kit.report.verify import verify_report
 
@@ -136,7 +144,14 @@ def report_verify(
         sys.exit(EXIT_FAILED)
 
 
-@report.command("show")
+@report.command(
+    "show",
+    epilog=examples(
+        "kit report show reports/cpu-tiny-*/report.json",
+        "kit report show --markdown --header examples/reports/*.json --keys examples/keys",
+        "kit report show --allow-untrusted --allow-unsigned downloaded/report.json",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--markdown", is_flag=True, help="One row per report of a Club-3090-style BENCHMARKS.md table."
@@ -160,12 +175,6 @@ def report_show(
     first, as by `kit report verify`, before anything is printed: exit 1 on an invalid,
     untrusted or unsigned one unless allowed (then each line or row is labelled UNTRUSTED or
     UNSIGNED).
-
-    \b
-    Examples:
-      kit report show reports/cpu-tiny-*/report.json
-      kit report show --markdown --header examples/reports/*.json --keys examples/keys
-      kit report show --allow-untrusted --allow-unsigned downloaded/report.json
     """
     from kit.report.files import ReadPolicy, read_report
     from kit.report.show import markdown_header, markdown_row, show_table
@@ -182,7 +191,15 @@ def report_show(
             click.echo(("\n" if i else "") + show_table(loaded, check))
 
 
-@report.command("compare")
+@report.command(
+    "compare",
+    epilog=examples(
+        "kit report compare reports/run-a/report.json reports/run-b/report.json",
+        "kit report compare reports/run-a/report.json \\\n"
+        "  --reference recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml",
+        "kit report compare run-a/report.json run-b/report.json --html compare.html",
+    ),
+)
 @click.argument("a", type=click.Path(dir_okay=False))
 @click.argument("b", type=click.Path(dir_okay=False), required=False)
 @click.option(
@@ -228,13 +245,6 @@ def report_compare(
     COMPARABLE, 4 DIFFERENT (see --fail-on), 5 INCONCLUSIVE. With --reference RECIPE whose
     reference has load points (`kit import`), A's points are judged label by label against
     them, and the exit code follows that verdict the same way.
-
-    \b
-    Examples:
-      kit report compare reports/run-a/report.json reports/run-b/report.json
-      kit report compare reports/run-a/report.json \\
-        --reference recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml
-      kit report compare run-a/report.json run-b/report.json --html compare.html
     """
     from kit.errors import BadInputError
     from kit.report.compare import compare_reports
@@ -274,7 +284,14 @@ def report_compare(
         exit_by_verdict(result.points, fail_on)
 
 
-@report.command("html")
+@report.command(
+    "html",
+    epilog=examples(
+        "kit report html reports/cpu-tiny-*/report.json",
+        "kit report html report.json -o /tmp/run.html --key ~/.config/kit/kit.pub",
+        "kit report html --allow-untrusted downloaded/report.json",
+    ),
+)
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option(
     "-o",
@@ -301,12 +318,6 @@ def report_html(
     offline (charts are inline SVG, no scripts, no requests) and states the signature check at
     render time. The signature is checked as by `kit report verify`: exit 1 on an invalid,
     untrusted or unsigned one unless allowed. Needs matplotlib: pip install 'kit[html]'.
-
-    \b
-    Examples:
-      kit report html reports/cpu-tiny-*/report.json
-      kit report html report.json -o /tmp/run.html --key ~/.config/kit/kit.pub
-      kit report html --allow-untrusted downloaded/report.json
     """
     from kit.report.files import ReadPolicy, read_report
     from kit.report.html import html_path, write_html
@@ -318,7 +329,14 @@ def report_html(
     click.echo(str(write_html(loaded, check, out)))
 
 
-@report.command("table")
+@report.command(
+    "table",
+    epilog=examples(
+        "kit report table examples/reports/*.report.json --keys examples/keys",
+        "kit report table reports/*/report.json --keys keys/ -o BENCHMARKS.md --html table.html",
+        "kit report table downloaded/*.json --keys keys/ --include-unverified",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--keys",
@@ -355,12 +373,6 @@ def report_table(
     fingerprint its signature names. Rows group by model × rig × engine. An unsigned report,
     one signed by a key not in --keys or one failing any item exits 1 naming each file and why,
     unless --include-unverified; a file that is not a report exits 2.
-
-    \b
-    Examples:
-      kit report table examples/reports/*.report.json --keys examples/keys
-      kit report table reports/*/report.json --keys keys/ -o BENCHMARKS.md --html benchmarks.html
-      kit report table downloaded/*.json --keys keys/ --include-unverified
     """
     from kit.report.table import build_table, markdown, require_verified
 
@@ -380,7 +392,7 @@ def report_table(
         click.echo(text, nl=False)
 
 
-@report.command("attest")
+@report.command("attest", epilog=examples("kit report attest report.json -o report.intoto.json"))
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="File to write.")
 @click.option(
@@ -403,10 +415,6 @@ def report_attest(
     """Write an in-toto Statement v1 for the report PATH (subject: its file name and sha256),
     signed as a DSSE envelope of application/vnd.in-toto+json. PATH is read and its signature
     checked first, as by `kit report show`.
-
-    \b
-    Examples:
-      kit report attest report.json -o report.intoto.json
     """
     from kit.errors import BadInputError
     from kit.report.attest import attest

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kit.cli.options import F, base_url, exit_by_verdict, fail_on_option, set_option, sign_options
+from kit.cli.options import (
+    F,
+    base_url,
+    examples,
+    exit_by_verdict,
+    fail_on_option,
+    set_option,
+    sign_options,
+)
 from kit.errors import EXIT_ENVIRONMENT, ServerError
 from kit.recipe import load_recipe
 from kit.recipe.protocol import REFERENCE_PROTOCOL
@@ -67,16 +75,11 @@ def _echo_run(report: Report, where: Path) -> None:
         sys.exit(EXIT_ENVIRONMENT)
 
 
-@click.command("build")
+@click.command("build", epilog=examples("kit build recipes/cpu-tiny.yaml"))
 @click.argument("path", type=click.Path())
 @set_option
 def build(path: str, overrides: tuple[str, ...]) -> None:
-    """Build the model: fetch or synthesise it, then quantize (both cached).
-
-    \b
-    Example:
-      kit build recipes/cpu-tiny.yaml
-    """
+    """Build the model: fetch or synthesise it, then quantize (both cached)."""
     from kit.build import build as build_stage
 
     built = build_stage(load_recipe(path, overrides))
@@ -88,7 +91,13 @@ def build(path: str, overrides: tuple[str, ...]) -> None:
     click.echo(json.dumps(out, indent=2))
 
 
-@click.command("serve")
+@click.command(
+    "serve",
+    epilog=examples(
+        "kit serve recipes/cpu-tiny.yaml --port 8000",
+        "kit serve recipes/cpu-tiny-2nodes.yaml --node-rank 1",
+    ),
+)
 @click.argument("path", type=click.Path())
 @set_option
 @_serve_options
@@ -106,13 +115,7 @@ def serve(
     engine_python: str | None,
     node_rank: int | None,
 ) -> None:
-    """Build if needed, then serve the recipe's model until Ctrl-C.
-
-    \b
-    Examples:
-      kit serve recipes/cpu-tiny.yaml --port 8000
-      kit serve recipes/cpu-tiny-2nodes.yaml --node-rank 1
-    """
+    """Build if needed, then serve the recipe's model until Ctrl-C."""
     from kit.pipeline import serve as serve_recipe
     from kit.pipeline import serve_node
     from kit.serve import install_sigterm_handler
@@ -134,7 +137,14 @@ def serve(
         raise ServerError(server.exit_reason(), hint=f"see {log_path}")
 
 
-@click.command("bench")
+@click.command(
+    "bench",
+    epilog=examples(
+        "kit bench --target http://127.0.0.1:8000",
+        "kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml --set bench.runs=3",
+        "kit bench --target http://127.0.0.1:8000 --fidelity 5 --set bench.runs=4",
+    ),
+)
 @click.argument("path", type=click.Path(), required=False)
 @click.option(
     "--target",
@@ -163,14 +173,7 @@ def bench(
     no_sign: bool,
     fidelity_rounds: int | None,
 ) -> None:
-    """Bench a running server with a recipe's protocol (default: the reference protocol).
-
-    \b
-    Examples:
-      kit bench --target http://127.0.0.1:8000
-      kit bench --target http://127.0.0.1:8000 recipes/cpu-tiny.yaml --set bench.runs=3
-      kit bench --target http://127.0.0.1:8000 --fidelity 5 --set bench.runs=4
-    """
+    """Bench a running server with a recipe's protocol (default: the reference protocol)."""
     from kit.pipeline import bench_target
     from kit.signing import signing_key
 
@@ -199,7 +202,14 @@ def bench(
     _echo_run(*bench_target(target, loaded, Path(out_dir), key))
 
 
-@click.command("preflight")
+@click.command(
+    "preflight",
+    epilog=examples(
+        "kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --runtime compose",
+        "kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --rig 2x24",
+        "kit preflight recipes/cpu-tiny.yaml",
+    ),
+)
 @click.argument("path", type=click.Path())
 @set_option
 @_runtime_option("Check for a native run, or for the container stack (adds the image pin).")
@@ -215,12 +225,6 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | No
     and how many), every problem at once on stderr. Exit 2 when the recipe is at fault (a
     missing pin), 3 when the machine is (GPUs, memory, disk, CPU); items not checked (a size
     not known offline) fail nothing. `kit reproduce` runs the same checks first.
-
-    \b
-    Examples:
-      kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --runtime compose
-      kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --rig 2x24
-      kit preflight recipes/cpu-tiny.yaml
     """
     from kit.preflight import assumed_rig, checks, refuse, table
 
@@ -231,7 +235,15 @@ def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | No
     refuse(loaded, items)
 
 
-@click.command("reproduce")
+@click.command(
+    "reproduce",
+    epilog=examples(
+        "kit reproduce recipes/cpu-tiny.yaml",
+        "kit reproduce recipes/cpu-tiny.yaml --set bench.runs=3 -o /tmp/reports",
+        "kit reproduce --runtime compose recipes/cpu-tiny.yaml",
+        "kit reproduce shared/report.json --report-key their.pub",
+    ),
+)
 @click.argument("path", type=click.Path())
 @set_option
 @_out_option
@@ -288,13 +300,6 @@ def reproduce(
     against it: REPRODUCED (exit 0), DIFFERENT (which figures, which way, and the likely
     causes; exit 4, see --fail-on), INCONCLUSIVE (a side INVALID or a band too wide; exit 5)
     or NOT COMPARABLE (exit 1). --set makes the run a variation.
-
-    \b
-    Examples:
-      kit reproduce recipes/cpu-tiny.yaml
-      kit reproduce recipes/cpu-tiny.yaml --set bench.runs=3 -o /tmp/reports
-      kit reproduce --runtime compose recipes/cpu-tiny.yaml
-      kit reproduce shared/report.json --report-key their.pub
     """
     from kit.pipeline import reproduce as run
     from kit.rerun import is_report_file

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
+from kit.cli.options import examples
 from kit.errors import EXIT_FAILED
 
 
-@click.command("schema")
+@click.command("schema", epilog=examples("kit schema", "kit schema --check"))
 @click.option(
     "--out",
     "out_dir",
@@ -22,13 +23,7 @@ from kit.errors import EXIT_FAILED
 )
 @click.option("--check", is_flag=True, help="Exit 1 if the committed schemas differ.")
 def schema(out_dir: str, check: bool) -> None:
-    """Generate the recipe, recipe file and report JSON Schemas from the models.
-
-    \b
-    Examples:
-      kit schema
-      kit schema --check
-    """
+    """Generate the recipe, recipe file and report JSON Schemas from the models."""
     from kit.recipe import recipe_file_json_schema, recipe_json_schema
     from kit.report.schema import report_json_schema
 
