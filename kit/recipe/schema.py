@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kit.paths import display_path
+from kit.recipe.acceptance import synthetic_problems
 from kit.recipe.base import RecipeModel, drop_late_defaults
 from kit.recipe.protocol import Reference, departures
 from kit.recipe.serving import Bench, Rig, Server
@@ -56,6 +57,7 @@ class Recipe(RecipeModel):
     @model_validator(mode="after")
     def _combinations(self) -> Recipe:
         problems = self._shape_problems() + self._length_problems() + self._draft_problems()
+        problems += synthetic_problems(self.speculative, self.reference)
         q = self.quantization
         if isinstance(self.model, SyntheticModel) and isinstance(q, AutoRoundQuantization):
             shape = self.model.shape

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from kit.recipe.base import RecipeModel
 
@@ -262,10 +262,92 @@ DraftSource = Annotated[Union[HubModel, LocalModel, SyntheticDraft], Field(discr
 
 MAX_SPECULATIVE_TOKENS = 32
 
+AcceptanceConvention = Literal["accepted_per_draft", "acceptance_length"]
+AcceptanceProfile = Literal["geometric", "step"]
+Rate = Annotated[float, Field(ge=0, le=1)]
+
+
+class SyntheticAcceptance(RecipeModel):
+    """vLLM's synthetic rejection sampling: draft tokens accepted at stated rates, whatever they
+    are (docs/synthetic-acceptance.md). Exactly one of ``mean``, ``rates``, ``conditional`` or
+    ``from``; :mod:`kit.recipe.acceptance` resolves each to per-position rates."""
+
+    model_config = ConfigDict(**RecipeModel.model_config, serialize_by_alias=True)
+    mean: float | None = Field(
+        None,
+        ge=0,
+        description="The mean acceptance per draft step, in the stated convention (within 0 "
+        "and num_speculative_tokens accepted per step; 1 and num_speculative_tokens + 1 as an "
+        "acceptance length).",
+    )
+    convention: AcceptanceConvention | None = Field(
+        None,
+        description="What mean counts (required with it): 'accepted_per_draft', the draft "
+        "tokens accepted per step; 'acceptance_length', vLLM's 1 + accepted / drafts.",
+    )
+    profile: AcceptanceProfile | None = Field(
+        None,
+        description="How a mean (or from) spreads over the positions: 'geometric' (the "
+        "default), one conditional rate c at every position; 'step', vLLM's minimum-variance "
+        "schedule, every position accepted up to the mean's whole part, the fraction at the "
+        "next, none after.",
+    )
+    rates: list[Rate] | None = Field(
+        None,
+        min_length=1,
+        description="Per-position unconditional rates (position i: the chance that the first i "
+        "draft tokens are all accepted), non-increasing, one per draft token.",
+    )
+    conditional: Rate | None = Field(
+        None,
+        description="One conditional rate c for every position (a geometric profile: position "
+        "i is accepted with chance c^i).",
+    )
+    from_: Literal["reference"] | None = Field(
+        None,
+        alias="from",
+        description="'reference': the mean of the recipe's published figures, "
+        "reference.acceptance accepted / drafts.",
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> SyntheticAcceptance:
+        forms = [
+            name
+            for name, value in (
+                ("mean", self.mean),
+                ("rates", self.rates),
+                ("conditional", self.conditional),
+                ("from", self.from_),
+            )
+            if value is not None
+        ]
+        if len(forms) != 1:
+            got = f"got {' and '.join(forms)}" if forms else "got none"
+            raise ValueError(f"give exactly one of mean, rates, conditional or from ({got})")
+        if (self.mean is None) != (self.convention is None):
+            raise ValueError(
+                "mean needs a convention (accepted_per_draft or acceptance_length)"
+                if self.mean is not None
+                else "convention is only for mean"
+            )
+        if self.profile is not None and self.mean is None and self.from_ is None:
+            raise ValueError(f"profile is only for mean or from, not {forms[0]}")
+        rates = self.rates or []
+        for i in range(1, len(rates)):
+            if rates[i] > rates[i - 1]:
+                raise ValueError(
+                    f"rates must be non-increasing (unconditional: position {i + 1} cannot be "
+                    f"accepted more often than position {i}): {rates[i]:g} after {rates[i - 1]:g}"
+                )
+        return self
+
+
 SpecMethod = Literal["dflash", "dflash2", "ngram", "draft_model", "mtp", "none"]
 
 
 class Speculative(RecipeModel):
+    late_fields = frozenset({"synthetic_acceptance"})
     method: SpecMethod = Field("none", description="Speculative decoding method.")
     num_speculative_tokens: int = Field(
         0, ge=0, le=MAX_SPECULATIVE_TOKENS, description="Tokens proposed per step."
@@ -277,6 +359,12 @@ class Speculative(RecipeModel):
     prompt_lookup_max: int | None = Field(None, gt=0, description="ngram: longest match.")
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Further keys passed into --speculative-config."
+    )
+    synthetic_acceptance: SyntheticAcceptance | None = Field(
+        None,
+        description="Accept draft tokens at stated rates, whatever they are (vLLM's "
+        "rejection_sample_method synthetic): the speed of speculative decoding at an "
+        "acceptance its draft does not reach. None: the draft's real acceptance.",
     )
 
     @model_validator(mode="after")

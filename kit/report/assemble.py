@@ -28,6 +28,7 @@ from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
 from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
 from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
+from kit.report.causes import synthetic_check
 from kit.report.schema import EngineInfo, NodeInfo, Report, ServerInfo
 from kit.report.validity import verdict
 from kit.report.verdict import Validity
@@ -185,6 +186,7 @@ def finish_report(
             "notes": [*report.notes, *extras.notes],
         }
     )
+    out = out.model_copy(update={"synthetic_acceptance": synthetic_check(out)})
     validity = verdict(out, setup.host, sampling)
     return out.model_copy(update={"validity": validity})
 

@@ -12,20 +12,28 @@ Per prompt of the sequential protocol, from the records alone (a verifier gets t
   noisy runs: the engine, the API server and the client competed for them;
 - ``vram-growth`` (warning): a GPU's memory in use rose at every measured window's end, by
   more than ``VRAM_GROWTH_MIB`` in all (a leak, or a cache still filling).
+
+A synthetic-acceptance run (any rules) also gets ``synthetic-acceptance-missed`` (error) for a
+window whose counters miss the target (:func:`synthetic_check`).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from typing import TYPE_CHECKING
 
 from kit.bench.held import held_runs
 from kit.bench.summary import decode_runs
+from kit.errors import BadInputError
 from kit.noise import FLOOR_PCT, headline
 from kit.probe import Finding
+from kit.recipe.acceptance import AcceptanceTarget, target_of
+from kit.report.schema import AcceptanceWindow, SyntheticAcceptanceCheck
 
 if TYPE_CHECKING:
+    from kit.metrics import SpecDecode
     from kit.probe import HostLoad
     from kit.report.schema import Report
 
@@ -39,6 +47,10 @@ CONTENTION_BUSY_PCT = 90.0
 # rules 3: a hypervisor that took this share of the CPU time (steal) is named as a cause
 STEAL_PCT = 1.0
 VRAM_GROWTH_MIB = 256
+# synthetic acceptance: a figure may lie this many standard errors from its target (two-sided
+# 6e-5 a figure: about 1e-3 over the 16 figures of two prompts at 7 draft tokens), plus this
+ACCEPTANCE_Z = 4.0
+ACCEPTANCE_EPSILON = 0.005
 
 
 def _finding(code: str, severity: str, message: str) -> Finding:
@@ -235,3 +247,110 @@ def decode_findings(report: Report, rules: int) -> list[Finding]:
     if contended and contention is not None:
         found.append(_finding("host-contention", "warning", contention))
     return found + vram_findings(report)
+
+
+# ---------------------------------------------------------------------------------------------
+# synthetic acceptance
+
+
+def step_sd(rates: list[float]) -> float:
+    """The standard deviation of one step's accepted draft tokens A under unconditional rates
+    p_1 >= ... >= p_k: the events "the first i accepted" nest, so E[A] = sum p_i and
+    E[A^2] = sum (2i - 1) p_i."""
+    first = sum(rates)
+    second = sum((2 * i - 1) * p for i, p in enumerate(rates, start=1))
+    return math.sqrt(max(second - first**2, 0.0))
+
+
+def _within(achieved: float, wanted: float, tolerance: float, shortfall: float) -> bool:
+    return wanted - tolerance - shortfall <= achieved <= wanted + tolerance
+
+
+def acceptance_window(name: str, sd: SpecDecode, t: AcceptanceTarget) -> AcceptanceWindow:
+    """One window's counters (``sd``, n = drafts > 0) against the target ``t``.
+
+    Each step draws fresh uniforms, so a position's accepted count over n steps is binomial:
+    its rate may lie ``ACCEPTANCE_Z * sqrt(p(1 - p) / n) + ACCEPTANCE_EPSILON`` from its target
+    p, the mean ``ACCEPTANCE_Z * step_sd / sqrt(n) + ACCEPTANCE_EPSILON`` from ``sum p``. A step
+    the scheduler cut short proposed fewer than k tokens: the counters' shortfall,
+    (n × k - draft tokens) / n, is the most that can lower a rate or the mean, and widens each
+    tolerance below the target by it."""
+    n, k = sd.drafts, len(t.rates)
+    shortfall = max(n * k - sd.draft_tokens, 0) / n
+    mean_tol = ACCEPTANCE_Z * step_sd(t.rates) / math.sqrt(n) + ACCEPTANCE_EPSILON
+    pos_tol = [ACCEPTANCE_Z * math.sqrt(p * (1 - p) / n) + ACCEPTANCE_EPSILON for p in t.rates]
+    w = AcceptanceWindow(
+        window=name,
+        drafts=n,
+        draft_tokens=sd.draft_tokens,
+        accepted_per_draft=sd.accepted_tokens / n,
+        mean_tolerance=mean_tol,
+        per_position_rate=sd.per_position_rate,
+        position_tolerance=pos_tol,
+        shortfall=shortfall,
+        met=True,
+    )
+    return w.model_copy(update={"met": not _missed(w, t)})
+
+
+def synthetic_check(report: Report) -> SyntheticAcceptanceCheck | None:
+    """A synthetic-acceptance run's target and each measured window (prompt, load point) that
+    drafted, judged by :func:`acceptance_window`; None for a real-acceptance run."""
+    t = target_of(report.recipe)
+    if t is None:
+        return None
+    windows: list[tuple[str, SpecDecode | None]] = []
+    if report.bench is not None:
+        windows += [(p.prompt, p.spec_decode) for p in report.bench.prompts]
+        windows += [(pt.label, pt.spec_decode) for pt in report.bench.load_points]
+    return SyntheticAcceptanceCheck(
+        target=t,
+        z=ACCEPTANCE_Z,
+        epsilon=ACCEPTANCE_EPSILON,
+        windows=[acceptance_window(name, sd, t) for name, sd in windows if sd and sd.drafts],
+    )
+
+
+def _missed(w: AcceptanceWindow, t: AcceptanceTarget) -> list[str]:
+    """The figures of a window outside their tolerance, in words."""
+    out = []
+
+    def judge(what: str, achieved: float, wanted: float, tol: float, digits: int) -> None:
+        if not _within(achieved, wanted, tol, w.shortfall):
+            below = f" (-{w.shortfall:.{digits}f} below: steps cut short)" if w.shortfall else ""
+            out.append(
+                f"{what} {achieved:.{digits}f}, target {wanted:.{digits}f}, tolerance "
+                f"±{tol:.{digits}f}{below}"
+            )
+
+    judge("accepted per draft", w.accepted_per_draft, t.accepted_per_draft, w.mean_tolerance, 3)
+    for i, (r, p, tol) in enumerate(
+        zip(w.per_position_rate, t.rates, w.position_tolerance, strict=False), start=1
+    ):
+        judge(f"position {i} rate", r, p, tol, 4)
+    return out
+
+
+def synthetic_findings(report: Report) -> list[Finding]:
+    """``synthetic-acceptance-missed``: a window whose achieved acceptance (the mean or any
+    position) lies beyond its tolerance from the synthetic target."""
+    try:
+        check = synthetic_check(report)
+    except BadInputError as exc:
+        return [_finding("synthetic-acceptance-missed", "error", f"no target: {exc.message}")]
+    if check is None:
+        return []
+    found = []
+    for w in check.windows:
+        missed = _missed(w, check.target)
+        if missed:
+            found.append(
+                _finding(
+                    "synthetic-acceptance-missed",
+                    "error",
+                    f"{w.window}: vLLM's counters over {w.drafts:,} drafts miss the synthetic "
+                    f"target: {'; '.join(missed)} (tolerance: {check.z:g} standard errors + "
+                    f"{check.epsilon:g}): the engine did not accept at the rates it was given",
+                )
+            )
+    return found

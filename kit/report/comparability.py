@@ -1,17 +1,21 @@
 """Comparability: each aspect in which two reports differ, named before any figure.
 
-Model, quantization and protocol differences refuse a comparison unless forced; checkpoint,
-hardware, engine, kernels, serving settings and patch differences are warnings. Kernels are the
-engine's choices read from the server log (linear kernels, the CPU W4A16 path and kernel build,
-the attention backend); a side that did not record them (a report written before kit read them)
-or did not log one of them differs in nothing there. The checkpoint is what AutoRound made (its
-content digest, kit.quantize): the same inputs may give other bytes on another host, device or
-library version, and a checkpoint of the same shape and format costs the same to serve, so it
-is named, with the files that differ and what may explain it, not refused (docs/checkpoint.md).
+Model, quantization, protocol and acceptance differences refuse a comparison unless forced;
+checkpoint, hardware, engine, kernels, serving settings and patch differences are warnings. The
+acceptance is a synthetic one (vLLM accepting at stated rates, docs/synthetic-acceptance.md) or
+the draft's real one: a synthetic run compares only with a synthetic run of the same target.
+Kernels are the engine's choices read from the server log (linear kernels, the CPU W4A16 path
+and kernel build, the attention backend); a side that did not record them (a report written
+before kit read them) or did not log one of them differs in nothing there. The checkpoint is
+what AutoRound made (its content digest, kit.quantize): the same inputs may give other bytes on
+another host, device or library version, and a checkpoint of the same shape and format costs
+the same to serve, so it is named, with the files that differ and what may explain it, not
+refused (docs/checkpoint.md).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import Field
@@ -19,7 +23,8 @@ from pydantic import Field
 from kit.base import FrozenModel
 from kit.errors import VerificationFailed
 from kit.quantize import QuantHost, QuantManifest
-from kit.report.describe import engine_text, isa_text, model_name, quant_name, rig
+from kit.recipe.acceptance import target_of
+from kit.report.describe import engine_text, isa_text, model_name, quant_name, rig, target_text
 from kit.report.schema import Report
 from kit.report.verdict import CheckpointMatch
 
@@ -28,6 +33,7 @@ Aspect = Literal[
     "quantization",
     "checkpoint",
     "protocol",
+    "acceptance",
     "hardware",
     "engine",
     "kernels",
@@ -35,13 +41,14 @@ Aspect = Literal[
     "patches",
 ]
 
-REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol")
+REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol", "acceptance")
 
 _PROTOCOL_IGNORED = frozenset({"request_timeout_s", "stall_timeout_s"})
 # where AutoRound tuned (cards, memory trade-offs), not what it made
 _QUANT_IGNORED = frozenset({"placement"})
 
 SERVING_IGNORED = frozenset({"engine", "patches", "health_timeout_s", "served_model_name"})
+_SPEC_IGNORED = frozenset({"synthetic_acceptance"})  # the acceptance aspect says it
 
 MAX_LISTED = 8  # differing paths named per aspect
 
@@ -189,8 +196,28 @@ def checkpoint_match(a: Report, b: Report) -> CheckpointMatch | None:
     )
 
 
+def acceptance_diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """How two recipes' acceptance differs: a synthetic one (speculative.synthetic_acceptance)
+    against the draft's real one, or two synthetic targets whose resolved rates differ (the
+    same rates, however stated, are the same target)."""
+    ta, tb = target_of(a), target_of(b)
+    if ta is None and tb is None:
+        return []
+    if ta is None or tb is None:
+        side = [f"synthetic, {target_text(t)}" if t else "the draft's real" for t in (ta, tb)]
+        return [f"{side[0]} vs {side[1]}: only like acceptance compares"]
+    if len(ta.rates) == len(tb.rates) and all(
+        math.isclose(x, y, abs_tol=1e-9) for x, y in zip(ta.rates, tb.rates, strict=True)
+    ):
+        return []
+    rates = ["/".join(f"{r:.3g}" for r in t.rates) for t in (ta, tb)]
+    return [f"synthetic {target_text(ta)} vs {target_text(tb)}, rates {rates[0]} vs {rates[1]}"]
+
+
 def recipe_diff(aspect: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """How two recipes differ in one aspect: in words when the kind differs, else by path."""
+    if aspect == "acceptance":
+        return acceptance_diff(a, b)
     if aspect == "model" and (a.get("model") or {}).get("source") != (b.get("model") or {}).get(
         "source"
     ):
@@ -288,12 +315,15 @@ def comparability(a: Report, b: Report) -> list[Difference]:
     if a.canonical != b.canonical:
         protocol.insert(0, f"canonical {a.canonical} vs {b.canonical}")
     add("protocol", protocol)
+    add("acceptance", acceptance_diff(a.recipe, b.recipe))
     add("hardware", _hardware_diffs(a, b))
     ea, eb = engine_key(a), engine_key(b)
     add("engine", [f"{ea} vs {eb}"] if ea != eb else [])
     add("kernels", _kernel_diffs(a, b))
     serving = section_diff(_section(a, "server"), _section(b, "server"), "server", SERVING_IGNORED)
-    serving += section_diff(_section(a, "speculative"), _section(b, "speculative"), "speculative")
+    serving += section_diff(
+        _section(a, "speculative"), _section(b, "speculative"), "speculative", _SPEC_IGNORED
+    )
     draft_a = a.draft.identity if a.draft else None
     draft_b = b.draft.identity if b.draft else None
     if draft_a != draft_b and not any(s.startswith("speculative.draft") for s in serving):

@@ -20,11 +20,13 @@ from kit.base import FrozenModel
 from kit.errors import VerificationFailed
 from kit.report.comparability import Difference, comparability, refuse_or_keep
 from kit.report.deltas import MetricDelta, delta, figure_deltas
+from kit.report.describe import synthetic_label
 from kit.report.figures import peaks
 from kit.report.points import PointsVerdict
 from kit.report.reproduction import judge
 from kit.report.schema import Report
 from kit.report.verdict import Reproduction
+from kit.roofline.plausible import Plausibility
 
 __all__ = ["Comparison", "MetricDelta", "compare_reports", "delta", "label", "peaks"]
 
@@ -49,10 +51,18 @@ class Comparison(FrozenModel):
         description="Against a published reference with load points (kit import): this run's "
         "points judged label by label (kit.report.points); None otherwise.",
     )
+    plausibility: Plausibility | None = Field(
+        None,
+        description="Against a published reference with decode figures: the roofline bound on "
+        "the reference's rig and the fraction of it each figure implies (kit.roofline.plausible;"
+        " a model, not a measurement); None otherwise.",
+    )
 
 
 def label(report: Report) -> str:
-    return f"{report.run_id} ({report.recipe_name}, {report.created_at})"
+    synthetic = synthetic_label(report)
+    tag = f", {synthetic}" if synthetic else ""
+    return f"{report.run_id} ({report.recipe_name}, {report.created_at}{tag})"
 
 
 def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:

@@ -1,6 +1,6 @@
 """What a report describes, in a benchmark table's words: the rig, the engine and its kernels,
-the model, its quantization and the quantized checkpoint, speculative decoding. Shared by show
-and compare.
+the model, its quantization and the quantized checkpoint, speculative decoding (labelled
+SYNTHETIC at a synthetic acceptance). Shared by show, compare, table and the HTML page.
 
 The rig is described the way benchmark tables do it: card count × GPU name, PCIe generation and
 lanes per card, power caps per card, the interconnect; "CPU (n cores)" without a GPU.
@@ -8,6 +8,7 @@ lanes per card, power caps per card, the interconnect; "CPU (n cores)" without a
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -15,6 +16,7 @@ from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.probe import HostProbe, Unavailable, cpu_summary, isa_level
+from kit.recipe.acceptance import AcceptanceTarget, target_of
 from kit.report.figures import prompt_headline
 from kit.report.schema import Report
 
@@ -118,12 +120,26 @@ def engine_text(report: Report) -> str:
     return text
 
 
+# a Python enum's repr as some engines log it: 'AttentionBackendEnum.FLASH_ATTN'
+_ENUM_REPR = re.compile(r"_?[A-Za-z]\w*\.(?P<member>[A-Z][A-Z0-9_]*)")
+
+
+def plain_name(name: str | None) -> str | None:
+    """A name as people write it: an enum's repr as its member ('AttentionBackendEnum.FLASH_ATTN'
+    -> 'FLASH_ATTN'); any other name unchanged."""
+    m = _ENUM_REPR.fullmatch(name) if name else None
+    return m["member"] if m else name
+
+
 def kernels_text(report: Report, *, short: bool = False) -> str | None:
     """The kernels the engine chose, from its server log: a line, or with ``short`` a few words
     ('' when the log named none); None when the report did not record them."""
     choices = report.server.engine_choices if report.server is not None else None
     if choices is None:
         return None
+    choices = choices.model_copy(
+        update={"attention_backend": plain_name(choices.attention_backend)}
+    )
     return choices.short() if short else choices.summary()
 
 
@@ -209,6 +225,37 @@ def model_text(report: Report) -> str:
     return text + ("" if kv in (None, "auto") else f", KV {kv}")
 
 
+def synthetic_target(report: Report) -> AcceptanceTarget | None:
+    """The synthetic acceptance a run was given (the report's check, else its recipe's); None
+    for a run at its draft's real acceptance."""
+    if report.synthetic_acceptance is not None:
+        return report.synthetic_acceptance.target
+    return target_of(report.recipe)
+
+
+def target_text(t: AcceptanceTarget) -> str:
+    """A synthetic target in a few words: 'target AL 4.35 (geometric, from the reference)'."""
+    if t.form == "rates":
+        how = "per-position rates"
+    elif t.form == "conditional":
+        how = f"geometric, c {t.conditional:g}"
+    else:
+        how = f"{t.profile}" + (", from the reference" if t.form == "reference" else "")
+    return f"target AL {t.acceptance_length:.2f} ({how})"
+
+
+def synthetic_label(report: Report, *, short: bool = False) -> str | None:
+    """The label every view gives a synthetic-acceptance run: 'SYNTHETIC acceptance, target AL
+    4.35 (step)'; with ``short``, 'SYNTHETIC, target AL 4.35'. None for a real-acceptance run:
+    its accepted tokens are the draft's own, a synthetic run's only its speed is meaningful."""
+    t = synthetic_target(report)
+    if t is None:
+        return None
+    if short:
+        return f"SYNTHETIC, target AL {t.acceptance_length:.2f}"
+    return f"SYNTHETIC acceptance, {target_text(t)}"
+
+
 def spec_text(report: Report) -> str:
     spec = report.recipe.get("speculative") or {}
     method = spec.get("method", "none")
@@ -220,7 +267,8 @@ def spec_text(report: Report) -> str:
         text += f", AL {sd.acceptance_length:.2f} ({sd.acceptance_rate * 100:.1f}%)"
     elif report.bench is not None:
         text += ", acceptance not measured"
-    return text
+    synthetic = synthetic_label(report)
+    return text + (f", {synthetic}" if synthetic else "")
 
 
 def headline_text(report: Report, prompt: str) -> tuple[str, float | None]:

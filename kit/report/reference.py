@@ -20,6 +20,7 @@ from kit.report.comparability import (
 from kit.report.compare import Comparison, MetricDelta, delta, label
 from kit.report.describe import rig
 from kit.report.figures import PEAK_VRAM, Figure, figures
+from kit.report.plausible import reference_plausibility
 from kit.report.points import compare_points
 from kit.report.schema import Report
 
@@ -97,6 +98,7 @@ def compare_with_reference(
         warnings=warnings,
         metrics=metrics,
         points=compare_points(report, ref) if ref.points else None,
+        plausibility=reference_plausibility(ref, recipe, [report]),
     )
 
 

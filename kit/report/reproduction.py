@@ -33,6 +33,7 @@ from kit.noise import FLOOR_PCT, MAX_BAND_PCT
 from kit.report.comparability import checkpoint_match, comparability
 from kit.report.deltas import MetricDelta, figure_delta
 from kit.report.figures import figures
+from kit.report.plausible import of_recipe
 from kit.report.schema import Report
 from kit.report.verdict import FigureCheck, Reproduction, Verdict, num
 
@@ -120,6 +121,13 @@ def likely_causes(a: Report, b: Report) -> list[str]:
     return causes
 
 
+def reference_notes(original: Report, new: Report) -> list[str]:
+    """Where the original's recipe has published decode figures: the roofline bound on the
+    reference's rig and the fraction of it each implies (kit.roofline.plausible), in words."""
+    check = of_recipe(original.recipe, [new, original])
+    return check.notes() if check is not None else []
+
+
 def _ways(checks: list[FigureCheck]) -> str:
     """'all higher (better)', 'lower (worse) and higher (better)', ..."""
     ways = dict.fromkeys(
@@ -150,6 +158,7 @@ def judge(
         "overrides": list(overrides),
         "figures": figures_,
         "checkpoint": checkpoint,
+        "notes": reference_notes(original, new),
     }
     # another checkpoint is named on the verdict line, whatever the verdict
     other = (

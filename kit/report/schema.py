@@ -20,6 +20,7 @@ from kit.model import ModelManifest
 from kit.patches import PatchManifest
 from kit.probe import GpuSampling, HostLoad, HostProbe
 from kit.quantize import QuantManifest
+from kit.recipe.acceptance import AcceptanceTarget
 from kit.recipe.lock import PinRecord
 from kit.report.verdict import Reproduction, Validity
 from kit.roofline import Roofline
@@ -100,6 +101,44 @@ class ServerInfo(KitModel):
     )
 
 
+class AcceptanceWindow(KitModel):
+    """One measured window's acceptance from vLLM's counters against a synthetic target, each
+    figure with its tolerance (kit.report.causes: synthetic-acceptance-missed)."""
+
+    window: str = Field(description="The prompt, or the load point's label.")
+    drafts: int = Field(description="Draft steps in the window (n).")
+    draft_tokens: int = Field(description="Draft tokens proposed (n × k when no step was cut).")
+    accepted_per_draft: float = Field(description="Achieved accepted draft tokens per step.")
+    mean_tolerance: float = Field(
+        description="How far accepted_per_draft may lie from the target's: z standard errors of "
+        "the mean of n steps, plus epsilon."
+    )
+    per_position_rate: list[float] = Field(
+        description="Achieved unconditional rate per position: accepted there / drafts."
+    )
+    position_tolerance: list[float] = Field(
+        description="How far each position's rate may lie from its target: z × sqrt(p(1 - p) "
+        "/ n) + epsilon."
+    )
+    shortfall: float = Field(
+        description="Draft positions not proposed per step, (n × k - draft_tokens) / n: the "
+        "most a rate may fall below its target on that account, added below each tolerance."
+    )
+    met: bool = Field(description="The mean and every position within their tolerance.")
+
+
+class SyntheticAcceptanceCheck(KitModel):
+    """A synthetic-acceptance run: the target asked (the recipe's, resolved) and, per measured
+    window, what vLLM's counters show against it."""
+
+    target: AcceptanceTarget = Field(description="The target, as asked and as resolved.")
+    z: float = Field(description="Standard errors a figure may lie from its target.")
+    epsilon: float = Field(description="Added to every tolerance (rounding of the rates).")
+    windows: list[AcceptanceWindow] = Field(
+        description="Each prompt's and load point's measured window that drafted anything."
+    )
+
+
 class Report(KitModel):
     """A benchmark run: recipe, inputs, environment, raw records, summaries."""
 
@@ -166,6 +205,19 @@ class Report(KitModel):
         "by run id and file digest, and the verdict on this run against it.",
     )
     notes: list[str] = Field(default_factory=list, description="Things a reader should know.")
+    synthetic_acceptance: SyntheticAcceptanceCheck | None = Field(
+        None,
+        description="vLLM's synthetic acceptance (speculative.synthetic_acceptance): the "
+        "target and the achieved acceptance per window. Absent for a real-acceptance run: "
+        "then the accepted tokens are the draft's own.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _synthetic_only_when_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if data.get("synthetic_acceptance") is None:
+            data.pop("synthetic_acceptance", None)  # a real run is written as before
+        return data
 
 
 def report_json_schema() -> dict[str, Any]:

@@ -420,4 +420,6 @@ def comparison_text(c: Comparison, labels: Mapping[str, str] | None = None) -> s
     if c.points is not None:  # a published reference's load points (kit.report.points)
         shown = c.points.text().splitlines()
         lines += ["", *(f"{line}{trust}" if line else line for line in shown)]
+    if c.plausibility is not None:  # the bound on the reference's rig (kit.roofline.plausible)
+        lines += ["", *c.plausibility.lines()]
     return "\n".join(lines)

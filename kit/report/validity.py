@@ -11,6 +11,9 @@ the order the checks run. The same function runs when the report is written and 
   checked), a drift across runs, and host contention.
 - rules 3: as rules 2, and a high CV also names the runs off the median and the hypervisor's
   steal (a cause when 1 % or more, else among what was checked).
+
+Under any rules, a synthetic-acceptance run whose counters miss the target is an error
+(``synthetic-acceptance-missed``, :func:`kit.report.causes.synthetic_findings`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from kit.bench.held import BURST_S, burst
 from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe_findings
-from kit.report.causes import decode_findings
+from kit.report.causes import decode_findings, synthetic_findings
 from kit.report.verdict import Validity
 
 if TYPE_CHECKING:
@@ -130,7 +133,7 @@ def _bench_findings(report: Report, rules: int) -> list[Finding]:
                     "measured (no spec-decode counters moved)",
                 )
             )
-    return found
+    return found + synthetic_findings(report)
 
 
 def verdict(

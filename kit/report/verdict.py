@@ -121,12 +121,21 @@ class Reproduction(FrozenModel):
         description="Whether the re-run served the original's quantized checkpoint. Absent when "
         "a side has no quantization manifest, and in verdicts written before kit compared them.",
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What a reader should know beside the verdict, judged by nothing: where the "
+        "original's recipe has published reference figures, the roofline bound on the "
+        "reference's rig and the fraction of it each implies (a model, not a measurement). "
+        "Absent when empty.",
+    )
 
     @model_serializer(mode="wrap")
     def _checkpoint_only_when_compared(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if data.get("checkpoint") is None:
             data.pop("checkpoint", None)  # a verdict written before is written as it was
+        if not data.get("notes"):
+            data.pop("notes", None)
         return data
 
     def text(self) -> str:
@@ -151,6 +160,7 @@ class Reproduction(FrozenModel):
         lines += [f"  not comparable: {n}" for n in self.not_comparable]
         lines += [f"  inconclusive: {n}" for n in self.inconclusive]
         lines += [f"  likely cause: {c}" for c in self.causes]
+        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 

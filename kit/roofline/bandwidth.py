@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field
 
 from kit.base import KitModel
+from kit.roofline.gpus import find_gpu
 
 COPY_BYTES = 2 << 30  # 2 GiB per buffer
 COPY_ITERS = 20
@@ -30,7 +31,10 @@ class Bandwidth(KitModel):
     method: str = Field(description="How it was measured.")
     measured: list[GpuBandwidth] = Field(description="Per GPU; empty when not measured.")
     measure_error: str | None = Field(None, description="Why there is no measurement.")
-    datasheet_gbps: float | None = Field(description="The vendor's per-GPU figure, GB/s.")
+    datasheet_gbps: float | None = Field(
+        description="The vendor's per-GPU figure, GB/s: the recipe's, else kit's table's for "
+        "the measured GPU (kit.roofline.gpus)."
+    )
     used_gbps: float = Field(description="Per-GPU bandwidth the bound uses, GB/s.")
     used_source: Literal["measured", "datasheet"] = Field(description="Which of the two.")
 
@@ -96,7 +100,11 @@ def measure_bandwidth(
 def bandwidth_source(
     measured: list[GpuBandwidth], datasheet_gbps: float | None, error: str | None = None
 ) -> Bandwidth | None:
-    """The bandwidth the bound uses: the slowest GPU's measured median, else the datasheet."""
+    """The bandwidth the bound uses: the slowest GPU's measured median, else the datasheet
+    figure (the recipe's; without one, kit's table's for the measured GPU, kit.roofline.gpus)."""
+    if measured and datasheet_gbps is None:
+        known = find_gpu(min(measured, key=lambda m: m.median_gbps).name)
+        datasheet_gbps = known.bandwidth_gbps if known is not None else None
     if measured:
         used = min(m.median_gbps for m in measured)
         return Bandwidth(

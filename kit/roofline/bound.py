@@ -123,10 +123,22 @@ def prompt_bound(
     spec: SpecDecode | None,
     setup: BoundSetup,
 ) -> PromptRoofline:
-    target, draft, passes, k, tp = setup.target, setup.draft, setup.passes, setup.k, setup.tp
-    bandwidth_gbps = setup.bandwidth_gbps
-    bw = bandwidth_gbps * 1e9
+    """A prompt's bound at the acceptance its counters measured (none: no draft)."""
     length = spec.acceptance_length if spec is not None else None
+    return bound_at(name, context, measured_tps, length, setup)
+
+
+def bound_at(
+    name: str,
+    context: float,
+    measured_tps: float | None,
+    length: float | None,
+    setup: BoundSetup,
+) -> PromptRoofline:
+    """A prompt's bound at acceptance length ``length`` (1 + accepted/drafts; None: no draft)
+    and average context ``context``; ``measured_tps`` against it."""
+    target, draft, passes, k, tp = setup.target, setup.draft, setup.passes, setup.k, setup.tp
+    bw = setup.bandwidth_gbps * 1e9
     verify_tokens = 1 + (k if length is not None else 0)
     b_target = target_pass_bytes(target, context, verify_tokens, tp)
     b_draft = draft_step_bytes(draft, target, passes, context, tp) if length is not None else 0.0

@@ -48,7 +48,8 @@ class ModelBytes(KitModel):
     kv_heads: int = Field(description="Key/value heads.")
     head_dim: int = Field(description="Per-head dimension.")
     kv_bytes_per_token: int = Field(
-        description="2 x layers x kv_heads x head_dim x kv_bytes: KV read per context token."
+        description="2 x layers x kv_heads x head_dim x kv_bytes: KV read per context token "
+        "(a hybrid model's attention layers only, not its linear-attention ones)."
     )
     quantization: dict[str, Any] | None = Field(
         None, description="bits, group_size, sym, packing: from quantization_config."
@@ -96,6 +97,20 @@ def read_safetensors_header(path: Path) -> list[TensorInfo]:
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     inner = config.get("text_config")
     return inner if isinstance(inner, dict) else config
+
+
+def kv_layers(config: dict[str, Any]) -> int:
+    """Layers that keep a KV cache: all of them, less a hybrid model's linear-attention ones
+    (``layer_types``, else every ``full_attention_interval``-th layer attends)."""
+    cfg = _text_config(config)
+    layers = int(cfg.get("num_hidden_layers", 0))
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        return sum(1 for t in types if t != "linear_attention")
+    interval = cfg.get("full_attention_interval")
+    if isinstance(interval, int) and interval > 1:
+        return layers // interval
+    return layers
 
 
 def kv_element_bytes(config: dict[str, Any], kv_cache_dtype: str = "auto") -> int:
@@ -173,7 +188,7 @@ def model_bytes(
         kv_heads=kv_heads,
         head_dim=head_dim,
         kv_bytes_per_token=2
-        * layers
+        * kv_layers(config)
         * kv_heads
         * head_dim
         * kv_element_bytes(config, kv_cache_dtype),

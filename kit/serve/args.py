@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from kit.recipe import Recipe
+from kit.recipe.acceptance import target
 
 
 def speculative_config(recipe: Recipe, draft_dir: Path | None) -> dict[str, Any] | None:
-    """The JSON for ``--speculative-config``, or None without speculative decoding."""
+    """The JSON for ``--speculative-config``, or None without speculative decoding. A
+    synthetic acceptance (:mod:`kit.recipe.acceptance`) becomes vLLM's ``rejection_sample_method
+    synthetic`` with ``synthetic_acceptance_rates``."""
     spec = recipe.speculative
     if spec.method == "none":
         return None
@@ -26,6 +29,11 @@ def speculative_config(recipe: Recipe, draft_dir: Path | None) -> dict[str, Any]
     if spec.prompt_lookup_max is not None:
         cfg["prompt_lookup_max"] = spec.prompt_lookup_max
     cfg.update(spec.extra)
+    synthetic = target(spec, recipe.reference)
+    if synthetic is not None:
+        # the resolved unconditional rates, whatever the form: vLLM takes them for any profile
+        cfg["rejection_sample_method"] = "synthetic"
+        cfg["synthetic_acceptance_rates"] = synthetic.rates
     return cfg
 
 

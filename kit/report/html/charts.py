@@ -10,6 +10,7 @@ from typing import Any
 from kit.bench.stream import RequestRecord
 from kit.probe import Unavailable
 from kit.report.html.figure import Marks, pyplot, to_svg
+from kit.report.html.windows import measured_windows
 from kit.report.schema import Report
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
@@ -205,15 +206,6 @@ _SERIES = (
 )
 
 
-def window_labels(report: Report, count: int) -> list[str]:
-    """Names of the measured windows: the prompts, or the load points, when their count fits."""
-    b = report.bench
-    names = [p.label for p in b.load_points] if b and b.load_points else []
-    if not names and b is not None:
-        names = [p.prompt for p in b.prompts]
-    return names if len(names) == count else [f"window {i + 1}" for i in range(count)]
-
-
 def prefill_spans(report: Report) -> list[tuple[float, float, str]]:
     """The prefill probe's depths as spans on the sampler's clock (from the records' UTC send
     times; the sampler's start is known to the second), for the timeline."""
@@ -243,10 +235,9 @@ def timeline_chart(report: Report) -> str | None:
     fig, axes = plt.subplots(len(_SERIES), 1, figsize=(10.5, 9.0), sharex=True)
     mark = Marks()
     gpus = sorted({x.gpu for x in s.samples})
-    starts = [m.t_s for m in s.marks if m.label == "measure_start"]
-    ends = [m.t_s for m in s.marks if m.label == "measure_end"]
-    windows = list(zip(starts, ends, strict=False))
-    names = window_labels(report, len(windows))
+    measured = measured_windows(report)
+    windows = [(w.start_s, w.end_s) for w in measured]
+    names = [w.name for w in measured]
     prefill = prefill_spans(report)
     for ax, (field, label) in zip(axes, _SERIES, strict=True):
         for i, gpu in enumerate(gpus):
@@ -284,9 +275,9 @@ def timeline_chart(report: Report) -> str | None:
             va="bottom",
             fontsize=9,
         )
+    probe = ", orange: prefill probe" if prefill else ""
     top.set_title(
-        "GPU timeline (grey: measured windows, orange: prefill probe; dotted: idle / post marks)",
-        pad=30,
+        f"GPU timeline (grey: measured windows{probe}; dotted: idle / post marks)", pad=30
     )
     if len(gpus) > 1:
         top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

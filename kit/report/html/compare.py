@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kit.report.compare import Comparison, MetricDelta
 from kit.report.describe import engine_text, model_text, rig, spec_text
-from kit.report.html.page import html_table, verification
+from kit.report.html.layout import html_table, verification
 from kit.report.html.table import head
 from kit.report.schema import Report
 from kit.report.show import side_labels, sides_label, trust_label

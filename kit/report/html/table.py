@@ -4,7 +4,7 @@ One table per section of :meth:`kit.report.table.Table.sections` (valid single-s
 ``#runs``, valid load-sweep peaks ``#sweeps``, INVALID runs ``#invalid-runs``), each with its
 own columns, the verdict first, then the unverified files apart (``#unverified-runs``), every
 figure of theirs led by its label (UNSIGNED, UNTRUSTED, UNVERIFIED). The page's CSS is the
-report page's (:data:`kit.report.html.page.CSS`) plus a few rules for wide tables; a small
+report page's (:data:`kit.report.html.layout.CSS`) plus a few rules for wide tables; a small
 inline script (no request, no library) sorts a table by a clicked header (within that table
 only, so an INVALID run never ranks among valid ones), filters rows by text, and filters by rig:
 ``kit probe --json`` output, from a file or pasted, keeps the rows whose GPUs (model and count)
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from kit.report.html.page import CSS
+from kit.report.html.layout import CSS
 from kit.report.show import UNSIGNED, UNTRUSTED, UNVERIFIED
 from kit.report.table import (
     INVALID_COLUMNS,

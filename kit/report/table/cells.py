@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kit.probe import Unavailable
-from kit.report.describe import engine_text, headline_text, model_text, rig
+from kit.report.describe import engine_text, headline_text, model_text, rig, synthetic_label
 from kit.report.schema import Report
 from kit.report.table.model import PEAK, Row
 
@@ -92,11 +92,13 @@ def _peaks(report: Report) -> list[int]:
 def _acceptance(report: Report) -> str:
     spec = report.recipe.get("speculative") or {}
     sd = report.bench.spec_decode if report.bench else None
+    synthetic = synthetic_label(report, short=True)
+    tag = f", {synthetic}" if synthetic else ""  # the figure is vLLM's, not the draft's
     if sd is not None and sd.acceptance_length is not None:
         rate = f" ({sd.acceptance_rate * 100:.1f}%)" if sd.acceptance_rate is not None else ""
-        return f"{sd.acceptance_length:.2f}{rate}"
+        return f"{sd.acceptance_length:.2f}{rate}{tag}"
     if isinstance(spec, dict) and spec.get("method", "none") != "none":
-        return "not measured"
+        return f"not measured{tag}"
     return "-"
 
 

@@ -13,10 +13,12 @@ from pydantic import ValidationError
 
 from kit.bench import request_body, summarize_prefill, summarize_prompt
 from kit.bench.load import summarize_point
+from kit.errors import BadInputError
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
 from kit.probe import Readings, build_sampling
 from kit.recipe import Bench, Prompt
 from kit.report.assemble import energy_of
+from kit.report.causes import synthetic_check
 from kit.report.files import cut
 from kit.report.schema import Report
 from kit.report.verify.checklist import REL_TOL, CheckItem, check_item, differences, dump
@@ -90,6 +92,7 @@ def summaries_item(report: Report) -> CheckItem:  # noqa: C901
     problems += differences(report.energy_per_token_j, energy, "energy_per_token_j")
     if energy is not None:
         done.append("energy per token")
+    problems += _synthetic_problems(report, done)
     records = len(b.records) if b is not None else 0
     return check_item(
         "summaries",
@@ -97,6 +100,18 @@ def summaries_item(report: Report) -> CheckItem:  # noqa: C901
         f"{', '.join(done) or 'nothing to recompute'}: recomputed from {records} raw records",
         "stored figures differ from those recomputed from the raw records",
     )
+
+
+def _synthetic_problems(report: Report, done: list[str]) -> list[str]:
+    """The stored synthetic-acceptance check against the one recomputed from the embedded
+    recipe and the counters (kit.report.causes)."""
+    try:
+        fresh = synthetic_check(report)
+    except BadInputError as exc:
+        return [f"synthetic_acceptance: {exc.message}"]
+    if fresh is not None:
+        done.append("synthetic acceptance")
+    return differences(dump(report.synthetic_acceptance), dump(fresh), "synthetic_acceptance")
 
 
 def _spec_problems(sd: Any, where: str) -> list[str]:

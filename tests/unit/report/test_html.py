@@ -29,7 +29,22 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 EXAMPLES = sorted((FIXTURES / "examples" / "reports").glob("*.report.json"))
 SWEEP = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"
 SWEEP_KEY = FIXTURES / "examples" / "keys" / "h200-2026-12-02-s2.pub"
-ORDER = ("verdict", "rig", "decode", "ttft", "prefill", "spec", "timeline", "load", "provenance")
+ORDER = (
+    "verdict",
+    "rig",
+    "decode",
+    "ttft",
+    "prefill",
+    "spec",
+    "roofline",
+    "crosscheck",
+    "timeline",
+    "energy",
+    "events",
+    "load",
+    "client",
+    "provenance",
+)
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
 
@@ -93,7 +108,8 @@ def test_every_committed_report_has_a_key_here() -> None:
 @pytest.mark.parametrize("name", [p.name for p in EXAMPLES])
 def test_sequential_report_sections_in_order(pages: dict[str, str], name: str) -> None:
     page = pages[name]
-    assert section_ids(page) == [s for s in ORDER if s != "load"]
+    # the committed H200 runs have a roofline and a cross-check, and no warning with a place
+    assert section_ids(page) == [s for s in ORDER if s not in ("events", "load", "client")]
     assert "signature VALID" in page
     assert "Decode throughput per measured run" in page
     assert "± " in page  # mean ± std of the measured runs
@@ -101,8 +117,19 @@ def test_sequential_report_sections_in_order(pages: dict[str, str], name: str) -
 
 def test_sweep_report_sections_and_charts(pages: dict[str, str]) -> None:
     page = pages["sweep"]
-    # a load sweep has no sequential runs, prefill probe or spec decode: those are left out
-    assert section_ids(page) == ["verdict", "rig", "timeline", "load", "provenance"]
+    # a load sweep has no sequential runs, prefill probe, spec decode or roofline: those are left
+    # out; it asked for the cross-check and was interrupted first, so that says not measured
+    assert section_ids(page) == [
+        "verdict",
+        "rig",
+        "crosscheck",
+        "timeline",
+        "energy",
+        "events",
+        "load",
+        "client",
+        "provenance",
+    ]
     for title in (
         "Output throughput against load",
         "TTFT p50 / p99",
