@@ -8,7 +8,8 @@
 # Docker is not used (make's HAS_DOCKER is set empty), so the runs are native, as on a machine
 # without it. Writes OUT.json (default experiments/results/first-run-<date>.json): per run its exit
 # code, seconds, validity (valid, every reason with its code and message), and per prompt the
-# headline (value, interval, runs used and left out) and the Club-3090 mean and CV, and per
+# headline (value, interval, runs used and left out), the Club-3090 mean and CV, each run's decode
+# tok/s and the engine's speculative-decoding counters (acceptance), and per
 # prefill depth its headline and each run's tok/s; per re-run
 # its exit code and verdict with every figure's band. Run it on a quiet machine.
 set -euo pipefail
@@ -51,7 +52,13 @@ if path.is_file():
     bench = payload.get("bench") or {}
     row["prompts"] = {
         p["prompt"]: {"headline": p.get("headline"), "mean": p["decode_tps"]["mean"],
-                      "cv_pct": p["decode_tps"]["cv_pct"]}
+                      "cv_pct": p["decode_tps"]["cv_pct"],
+                      "spec_decode": {k: (p.get("spec_decode") or {}).get(k) for k in
+                                      ("drafts", "draft_tokens", "accepted_tokens",
+                                       "acceptance_length", "per_position_rate")},
+                      "runs_tps": [r["decode_tps"] for r in bench.get("records", [])
+                                   if r["prompt"] == p["prompt"] and r["phase"] == "measured"
+                                   and r.get("decode_tps")]}
         for p in bench.get("prompts", [])
     }
     row["prefill"] = {

@@ -62,6 +62,11 @@ class ArmRun(KitModel):
     round: int = Field(description="Round, from 0.")
     arm: Arm = Field(description="Which client measured.")
     decode_tps: list[float] = Field(description="Each request's decode tok/s, that client's.")
+    no_decode: int = Field(
+        0,
+        description="Requests with no decode time (all their text in one chunk, as a held "
+        "stream on a starved host delivers it), left out of decode_tps.",
+    )
     server: ServerWindow | None = Field(description="The server's own figures, same window.")
     warmup_decode_tps: list[float] = Field(
         default_factory=list,
@@ -125,11 +130,12 @@ def _kit_arm(url: str, bench: Bench, model: str, sampler: bool, interval_s: floa
         result = bencher.run()
     if not result.complete:
         raise RuntimeError(f"kit's bench did not complete: {result.incomplete_reason}")
-    measured = [r for r in result.records if r.phase == "measured" and r.decode_tps]
+    runs = [r for r in result.records if r.phase == "measured"]
+    measured = [r.decode_tps for r in runs if r.decode_tps]
     server = result.prompts[0].server if result.prompts else None
     arm: Arm = "kit" if sampler else "kit-no-sampler"
     return ArmRun(
-        round=0, arm=arm, decode_tps=[r.decode_tps or 0.0 for r in measured], server=server
+        round=0, arm=arm, decode_tps=measured, no_decode=len(runs) - len(measured), server=server
     )
 
 
@@ -147,8 +153,9 @@ def _independent_arm(url: str, body: dict, runs: int, client: httpx.Client) -> A
     Path(fh.name).unlink(missing_ok=True)
     if proc.returncode != 0:
         raise RuntimeError(f"the independent client failed: {proc.stderr[-500:]}")
-    rates = []
+    rates, rows = [], 0
     for line in proc.stdout.splitlines():
+        rows += 1
         row = json.loads(line)
         if row["error"]:
             raise RuntimeError(f"the independent client: {row['error']}")
@@ -156,7 +163,9 @@ def _independent_arm(url: str, body: dict, runs: int, client: httpx.Client) -> A
         if rate:
             rates.append(rate)
     server = server_window(before, after) if before and after else None
-    return ArmRun(round=0, arm="independent", decode_tps=rates, server=server)
+    return ArmRun(
+        round=0, arm="independent", decode_tps=rates, no_decode=rows - len(rates), server=server
+    )
 
 
 def _cli_arm(url: str, recipe: Recipe) -> ArmRun:
@@ -176,13 +185,15 @@ def _cli_arm(url: str, recipe: Recipe) -> ArmRun:
     result = report.bench
     if result is None or not result.complete:
         raise RuntimeError("kit bench --target did not complete")
-    measured = [r for r in result.records if r.phase == "measured" and r.decode_tps]
+    runs = [r for r in result.records if r.phase == "measured"]
+    measured = [r.decode_tps for r in runs if r.decode_tps]
     warm = [r.decode_tps for r in result.records if r.phase == "warmup" and r.decode_tps]
     server = result.prompts[0].server if result.prompts else None
     return ArmRun(
         round=0,
         arm="kit-cli",
-        decode_tps=[r.decode_tps or 0.0 for r in measured],
+        decode_tps=measured,
+        no_decode=len(runs) - len(measured),
         server=server,
         warmup_decode_tps=warm,
     )
