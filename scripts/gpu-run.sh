@@ -11,8 +11,9 @@
 #   scripts/gpu-run.sh patch SERIES            # apply an engine patch series to $SITE (an external
 #                                      engine is verified before launch, never patched by kit)
 #   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
-#   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS]   # report.json, extras.tar.gz -> $OUT/TAG
-#                                      (RECIPE may be a report.json; KIT_EXTRA: more kit options)
+#   scripts/gpu-run.sh reproduce RECIPE TAG [SECONDS [KIT OPTIONS...]]   # report.json,
+#                                      extras.tar.gz -> $OUT/TAG (RECIPE may be a report.json;
+#                                      KIT OPTIONS, or KIT_EXTRA unquoted: more kit options)
 #   scripts/gpu-run.sh fidelity RECIPE TAG ROUNDS [SECONDS]  # kit serve, then kit bench
 #                                      --fidelity ROUNDS against it (KIT_EXTRA: --set ...) -> $OUT/TAG
 #   scripts/gpu-run.sh client-bench TAG     # experiments/{load-client,load-scaling}.py -> $OUT/TAG
@@ -91,11 +92,12 @@ st = load_payload(open_envelope_file(Path(sys.argv[1])))["status"]; print("gate:
     ;;
   reproduce)
     RECIPE=${2:?reproduce RECIPE TAG}; TAG=${3:?reproduce RECIPE TAG}; LIMIT=${4:-540}
+    shift $(( $# < 4 ? $# : 4 ))  # the rest: more kit options, quoted as given (e.g. --set)
     mkdir -p "$OUT/$TAG" /root/reports
     # SIGTERM at the limit unwinds kit like Ctrl-C: the server is torn down and a partial
     # report marked incomplete is written
     timeout --kill-after=30 "$LIMIT" python3 -c 'import sys; from kit.cli import main; sys.argv[0] = "kit"; main()' \
-      reproduce "$RECIPE" --engine-python python3 --key "$KEY" -o /root/reports ${KIT_EXTRA:-} \
+      reproduce "$RECIPE" --engine-python python3 --key "$KEY" -o /root/reports ${KIT_EXTRA:-} "$@" \
       2> >(tee "$OUT/$TAG/kit.log" >&2)
     rc=$?
     run=$(ls -td /root/reports/*/ 2>/dev/null | head -1)

@@ -73,6 +73,8 @@ def solve_conditional(mean: float, k: int) -> float:
     bisection to float precision."""
     if not 0 <= mean <= k:
         raise ValueError(f"mean {mean:g} accepted per step is outside 0..{k}")
+    if mean in (0, k):  # the ends exactly: bisection would stop a hair inside them
+        return mean / k
     low, high = 0.0, 1.0
     for _ in range(100):
         mid = (low + high) / 2

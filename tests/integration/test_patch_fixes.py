@@ -12,6 +12,7 @@ Servers run one at a time (each test starts and stops its own).
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -271,3 +272,70 @@ def test_console_script_patched_works(patched: Path) -> None:
     out = _vllm(patched, "serve", "--help")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("usage: vllm serve")
+
+
+# --- 0008: synthetic acceptance in the CPU rejection sampler ----------------------------------
+
+# vLLM's rejection_sample through the CPU overrides, in synthetic mode: per sampling mode, the
+# fraction of drafts whose first i+1 tokens are accepted (what vLLM's per-position counters
+# count), at the unconditional rates given in argv[1]
+SYNTHETIC_PROBE = """
+import json, sys, torch
+from types import SimpleNamespace
+from vllm.platforms import current_platform
+current_platform.import_kernels()
+current_platform.register_triton_kernel_overrides()
+from vllm.v1.sample.rejection_sampler import rejection_sample
+from vllm.v1.spec_decode.utils import unconditional_to_conditional_rates
+rates, steps = json.loads(sys.argv[1]), int(sys.argv[2])
+k, b, vocab = len(rates), 32, 64
+conditional = torch.tensor(unconditional_to_conditional_rates(rates))
+torch.manual_seed(0)
+result = {"drafts": b * steps}
+for mode in ("greedy", "random"):
+    meta = SimpleNamespace(
+        all_greedy=mode == "greedy", all_random=mode == "random", generators={},
+        temperature=torch.full((b,), 0.0 if mode == "greedy" else 1.0),
+    )
+    accepted = []
+    for _ in range(steps):
+        out = rejection_sample(
+            torch.randint(0, vocab, (b * k,), dtype=torch.int32), [k] * b, k,
+            torch.arange(1, b + 1, dtype=torch.int32) * k, None, torch.randn(b * k, vocab),
+            torch.randint(0, vocab, (b, 1)), meta,
+            synthetic_mode=True, synthetic_conditional_rates=conditional,
+        )
+        accepted += ((out != -1).sum(1) - 1).tolist()
+    result[mode] = [sum(n > i for n in accepted) / len(accepted) for i in range(k)]
+print(json.dumps(result))
+"""
+GEOMETRIC = [0.7 ** (i + 1) for i in range(7)]  # the same conditional rate 0.7 at each position
+STEP = [1.0, 1.0, 1.0, 0.35, 0.0, 0.0, 0.0]  # vLLM's schedule for an acceptance length of 4.35
+Z = 4.5  # standard errors
+
+
+def _synthetic(python: Path, rates: list[float]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-c", SYNTHETIC_PROBE, json.dumps(rates), "150"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_synthetic_acceptance_unpatched_is_refused(pristine: Path) -> None:
+    out = _synthetic(pristine, GEOMETRIC)
+    assert out.returncode != 0
+    assert "AssertionError: Synthetic acceptance not supported with CPU sampling" in out.stderr
+
+
+@pytest.mark.parametrize("rates", [GEOMETRIC, STEP], ids=["geometric-0.7", "step-4.35"])
+def test_synthetic_acceptance_patched_meets_the_target(patched: Path, rates: list[float]) -> None:
+    out = _synthetic(patched, rates)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.splitlines()[-1])
+    n = got["drafts"]
+    for mode in ("greedy", "random"):
+        for i, (achieved, want) in enumerate(zip(got[mode], rates, strict=True)):
+            tolerance = Z * math.sqrt(want * (1 - want) / n)  # 0 at rates 0 and 1: exact
+            assert abs(achieved - want) <= tolerance, (mode, i + 1, achieved, want, tolerance)

@@ -254,3 +254,9 @@ def test_vllm_is_given_the_resolved_unconditional_rates(repo_root: Path) -> None
 def test_a_real_acceptance_run_is_rendered_as_before(repo_root: Path) -> None:
     cfg = speculative_config(load_recipe(repo_root / "recipes" / "cpu-tiny.yaml").recipe, None)
     assert cfg == {"method": "dflash", "num_speculative_tokens": 7}
+
+
+@pytest.mark.parametrize(("mean", "rate"), [(0.0, 0.0), (7.0, 1.0)])
+def test_a_geometric_mean_at_either_end_gives_exact_rates(mean: float, rate: float) -> None:
+    # none or all accepted: vLLM gets exactly 0 or 1, not a rate a hair inside the end
+    assert geometric_rates(solve_conditional(mean, 7), 7) == [rate] * 7
