@@ -17,9 +17,10 @@ import yaml
 
 from kit.errors import BadInputError, RecipeError
 from kit.importers.parse import shown_model
-from kit.importers.schema import Imported, ImportedPoint
+from kit.importers.schema import Imported, ImportedLoad, ImportedPoint
 from kit.recipe import Recipe, load_recipe, validate_data
 from kit.recipe.figures import LatencyFigures, ReferencePoint
+from kit.recipe.patterns import ForeignPoint, load_class
 
 _TAGS = ("source", "method", "pattern", "kind")
 # sections the import sets whole: a base holding its own would mix with them through extends
@@ -70,67 +71,35 @@ def _grouped(points: Sequence[ImportedPoint]) -> dict[str, list[ImportedPoint]]:
     return out
 
 
-def _requests(points: Sequence[ImportedPoint]) -> dict[float, int]:
-    """Each level's requests: as the file planned them, else as it counted them."""
-    out: dict[float, int] = {}
-    for p in points:
-        assert p.load is not None
-        n = p.load.requests or p.figures.requests or p.figures.completed
-        if n:
-            out.setdefault(p.load.level, n)
-    return out
-
-
 def _load(imp: Imported, carried: list[str]) -> dict[str, Any] | None:
-    loaded = [p for p in imp.points if p.load is not None]
+    loaded = [p.load for p in imp.points if p.load is not None]
     if not loaded:
         return None
-    patterns = [p.load.pattern for p in loaded if p.load is not None]
-    pattern = max(set(patterns), key=patterns.count)
-    mine = [p for p in loaded if p.load is not None and p.load.pattern == pattern]
+    by_pattern: dict[str, list[ImportedLoad]] = {}
+    for one in loaded:
+        by_pattern.setdefault(one.pattern, []).append(one)
+    pattern, mine = max(by_pattern.items(), key=lambda kv: len(kv[1]))  # the most points
     if len(mine) < len(loaded):
         carried.append(f"bench.load: the {pattern} points only; the others stay reference figures")
-    levels = list(dict.fromkeys(p.load.level for p in mine if p.load is not None))
-    per_level = _requests(mine)
-    counts = set(per_level.values())
-    load: dict[str, Any] = {"pattern": pattern}
-    if pattern == "concurrency":
-        load["levels"] = sorted(int(v) for v in levels)
-    else:
-        load["rates"] = sorted(levels)
-    if len(counts) == 1:
-        load["requests"] = counts.pop()
-    elif (
-        counts
-        and pattern == "concurrency"
-        and all(n % int(level) == 0 for level, n in per_level.items())
-        and len({n // int(level) for level, n in per_level.items()}) == 1
-    ):
-        level, n = next(iter(per_level.items()))
-        load["requests"] = n
-        load["requests_per_stream"] = n // int(level)
-    else:
-        load["requests"] = max(counts) if counts else 1
-        carried.append(
-            f"bench.load.requests: {load['requests']} at every point"
-            + (" (the file's counts differ per point)" if counts else " (the file states none)")
+    cls = load_class(pattern)
+    assert cls is not None  # an imported point's pattern is one of kit's
+    counted = {id(p.load): p.figures.requests or p.figures.completed for p in imp.points}
+    points = [
+        ForeignPoint(
+            level=one.level,
+            requests=one.requests or counted.get(id(one)),
+            warmup_requests=one.warmup_requests,
+            arrival=one.arrival,
+            max_concurrency=one.max_concurrency,
         )
-    warm = {p.load.warmup_requests for p in mine if p.load is not None} - {None}
-    if len(warm) == 1:
-        load["warmup_requests"] = warm.pop()
-    first = mine[0].load
-    assert first is not None
-    if pattern == "rate":
-        arrivals = {p.load.arrival for p in mine if p.load is not None} - {None}
-        load["arrival"] = arrivals.pop() if len(arrivals) == 1 else "poisson"
-        caps = {p.load.max_concurrency for p in mine if p.load is not None}
-        if len(caps) == 1 and first.max_concurrency:
-            load["max_concurrency"] = first.max_concurrency
-    shown = ", ".join(f"{v:g}" for v in levels)
+        for one in mine
+    ]
+    load = cls.from_foreign(points, carried)
+    shown = ", ".join(f"{v:g}" for v in dict.fromkeys(p.level for p in points))
     carried.append(
         f"bench.load: {pattern} [{shown}], {load['requests']} requests a point"
         + (f" ({load['requests_per_stream']} per stream)" if "requests_per_stream" in load else "")
-        + (f" ({first.note})" if first.note else "")
+        + (f" ({mine[0].note})" if mine[0].note else "")
     )
     return load
 

@@ -17,7 +17,14 @@ from typing import Annotated, cast, get_args
 
 from pydantic import Field
 
-from kit.recipe.patterns.base import LoadPattern, PointFigures, SendPlan, StreamsLoad
+from kit.recipe.patterns.base import (
+    ForeignPoint,
+    LoadPattern,
+    Pacing,
+    PointFigures,
+    SendPlan,
+    StreamsLoad,
+)
 from kit.recipe.patterns.concurrency import ConcurrencyLoad
 from kit.recipe.patterns.rate import RateLoad
 from kit.recipe.patterns.sweep import SweepLoad
@@ -37,8 +44,10 @@ def load_class(pattern: str) -> type[LoadPattern] | None:
 __all__ = [
     "AnyLoad",
     "ConcurrencyLoad",
+    "ForeignPoint",
     "Load",
     "LoadPattern",
+    "Pacing",
     "PointFigures",
     "RateLoad",
     "SendPlan",

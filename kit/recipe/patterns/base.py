@@ -6,7 +6,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, get_args
 
 from pydantic import Field, model_validator
 
@@ -23,6 +23,30 @@ class SendPlan:
 
     streams: int
     gaps: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How a point's requests go out, in the words every benchmark tool has (kit.peers): at
+    most ``concurrency`` streams in flight (None: unbounded), sent as soon as one ends
+    (``rate`` None: closed loop), or ``rate`` requests per second with ``arrival`` gaps."""
+
+    concurrency: int | None
+    rate: float | None = None
+    arrival: Literal["poisson", "constant"] | None = None
+
+
+@dataclass(frozen=True)
+class ForeignPoint:
+    """A point of another tool's run, as a pattern rebuilds it as kit traffic (kit.importers):
+    its level, the measured requests it planned or counted, its warm-ups, and how it sent
+    them."""
+
+    level: float
+    requests: int | None
+    warmup_requests: int | None = None
+    arrival: Literal["poisson", "constant"] | None = None
+    max_concurrency: int | None = None
 
 
 class PointFigures(Protocol):
@@ -106,9 +130,54 @@ class LoadPattern(RecipeModel):
         """``--num-warmups`` at the point at ``level`` (``default``: bench.vllm_bench's)."""
         return default
 
+    @abstractmethod
+    def pacing(self, level: float) -> Pacing:
+        """How the point at ``level`` sends its requests, for another tool to send them alike."""
+
     def vllm_note(self) -> str | None:
         """What differs in how ``vllm bench serve`` sends the traffic, if anything."""
         return None
+
+    @classmethod
+    def levels_entry(cls, levels: Sequence[float]) -> dict[str, Any]:
+        """The recipe keys that name ``levels`` (another tool's points of this pattern)."""
+        raise NotImplementedError(f"{cls.__name__} is not rebuilt from another tool's points")
+
+    @classmethod
+    def foreign_requests(cls, points: Sequence[ForeignPoint]) -> dict[str, Any] | None:
+        """Recipe keys that give ``points`` their differing request counts (None: none do)."""
+        return None
+
+    @classmethod
+    def foreign_extras(cls, points: Sequence[ForeignPoint]) -> dict[str, Any]:
+        """The pattern's own recipe keys, as ``points`` sent their requests."""
+        return {}
+
+    @classmethod
+    def from_foreign(cls, points: Sequence[ForeignPoint], carried: list[str]) -> dict[str, Any]:
+        """``bench.load`` for another tool's ``points`` of this pattern; each value carried
+        over or defaulted is said in ``carried``."""
+        load: dict[str, Any] = {"pattern": get_args(cls.model_fields["pattern"].annotation)[0]}
+        load |= cls.levels_entry(list(dict.fromkeys(p.level for p in points)))
+        per_level: dict[float, int] = {}
+        for p in points:
+            if p.requests:
+                per_level.setdefault(p.level, p.requests)
+        counts = set(per_level.values())
+        if len(counts) == 1:
+            load["requests"] = counts.pop()
+        elif counts and (keys := cls.foreign_requests(points)) is not None:
+            load |= keys
+        else:
+            load["requests"] = max(counts) if counts else 1
+            carried.append(
+                f"bench.load.requests: {load['requests']} at every point"
+                + (" (the file's counts differ per point)" if counts else " (the file states none)")
+            )
+        warm = {p.warmup_requests for p in points} - {None}
+        if len(warm) == 1:
+            load["warmup_requests"] = warm.pop()
+        return load | cls.foreign_extras(points)
 
     def stop_reason(self, points: Sequence[PointFigures], slo: Slo | None) -> str | None:
         """Why the pattern stops after the last of ``points`` (None: it goes on to its next
@@ -158,6 +227,9 @@ class StreamsLoad(LoadPattern):
 
     def vllm_args(self, level: float) -> list[str]:
         return ["--request-rate", "inf", "--max-concurrency", str(int(level))]
+
+    def pacing(self, level: float) -> Pacing:
+        return Pacing(concurrency=int(level))
 
     def vllm_warmups(self, level: float, default: int) -> int:
         # with warm-ups per stream, vLLM's reach the point's batch size as kit's do

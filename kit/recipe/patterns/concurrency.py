@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from kit.recipe.patterns.base import StreamsLoad
+from kit.recipe.patterns.base import ForeignPoint, StreamsLoad
 
 
 class ConcurrencyLoad(StreamsLoad):
@@ -43,3 +44,16 @@ class ConcurrencyLoad(StreamsLoad):
 
     def planned_levels(self) -> list[float]:
         return [float(v) for v in self.levels]
+
+    @classmethod
+    def levels_entry(cls, levels: Sequence[float]) -> dict[str, Any]:
+        return {"levels": sorted(int(v) for v in levels)}
+
+    @classmethod
+    def foreign_requests(cls, points: Sequence[ForeignPoint]) -> dict[str, Any] | None:
+        # `vllm bench serve --num-prompts $((C*k))` sweeps: the same k requests per stream
+        per_level = {p.level: p.requests for p in points if p.requests}
+        per_stream = {n // int(level) for level, n in per_level.items()}
+        if len(per_stream) != 1 or any(n % int(level) for level, n in per_level.items()):
+            return None
+        return {"requests": next(iter(per_level.values())), "requests_per_stream": per_stream.pop()}

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
-from typing import ClassVar, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from kit.recipe.patterns.base import LoadPattern, SendPlan
+from kit.recipe.patterns.base import ForeignPoint, LoadPattern, Pacing, SendPlan
 
 
 class RateLoad(LoadPattern):
@@ -39,6 +40,19 @@ class RateLoad(LoadPattern):
         return list(self.rates)
 
     @classmethod
+    def levels_entry(cls, levels: Sequence[float]) -> dict[str, Any]:
+        return {"rates": sorted(levels)}
+
+    @classmethod
+    def foreign_extras(cls, points: Sequence[ForeignPoint]) -> dict[str, Any]:
+        arrivals = {p.arrival for p in points} - {None}
+        out: dict[str, Any] = {"arrival": arrivals.pop() if len(arrivals) == 1 else "poisson"}
+        caps = {p.max_concurrency for p in points}
+        if len(caps) == 1 and points[0].max_concurrency:
+            out["max_concurrency"] = points[0].max_concurrency
+        return out
+
+    @classmethod
     def label(cls, level: float) -> str:
         return f"rate-{level:g}"
 
@@ -61,6 +75,9 @@ class RateLoad(LoadPattern):
         if self.max_concurrency:
             argv += ["--max-concurrency", str(self.max_concurrency)]
         return argv
+
+    def pacing(self, level: float) -> Pacing:
+        return Pacing(concurrency=self.max_concurrency, rate=level, arrival=self.arrival)
 
     def vllm_note(self) -> str | None:
         if self.arrival == "constant":  # no exact vLLM equivalent
