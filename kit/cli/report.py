@@ -10,60 +10,15 @@ from typing import Any
 import click
 
 from kit.cli.options import examples, exit_by_verdict, fail_on_option
+from kit.cli.report_files import report_attest, report_table
+from kit.cli.signers import (
+    PUB_HELP,
+    allow_unsigned_option,
+    allow_untrusted_option,
+    keys_option,
+    signers,
+)
 from kit.errors import EXIT_FAILED
-
-_PUB_HELP = "Public key (.pub) the report must be signed with; without it the signature is "
-_PUB_HELP += "checked against the trusted keys (`kit keys trust`)."
-_UNTRUSTED_HELP = "Read a report signed by a key that is neither given nor trusted: its "
-_UNTRUSTED_HELP += "signature is then not checked and the run is labelled UNTRUSTED."
-_UNSIGNED_HELP = "Read an unsigned report: its signature is then not checked instead of failed."
-_KEYS_HELP = "Folder of signers' public keys (every *.pub in it, e.g. examples/keys): each "
-_KEYS_HELP += "report is checked against the one whose fingerprint its signature names, in place "
-_KEYS_HELP += "of the trusted keys."
-
-
-def _public_key(path: str | None) -> Any:
-    from kit.signing import load_public_key
-
-    return load_public_key(Path(path)) if path else None
-
-
-def _trust(key: Any) -> Any:
-    """The trust store, consulted only without --key."""
-    from kit.signing import TrustStore
-
-    return None if key is not None else TrustStore.default()
-
-
-def _signers(key_path: str | None, keys_dir: str | None) -> tuple[Any, Any]:
-    """(public key, trust store) for the readers: --key PUB, else --keys DIR (each report
-    matched to its key by fingerprint), else kit's trust store."""
-    if key_path and keys_dir:
-        from kit.errors import BadInputError
-
-        raise BadInputError(
-            "--key and --keys both given",
-            hint="--key PUB checks every report against one key; --keys DIR matches each "
-            "report to the key in DIR whose fingerprint its signature names",
-        )
-    if keys_dir:
-        from kit.report.table import keys_store
-
-        return None, keys_store(Path(keys_dir))
-    key = _public_key(key_path)
-    return key, _trust(key)
-
-
-def _keys(f: Any) -> Any:
-    return click.option("--keys", "keys_dir", type=click.Path(file_okay=False), help=_KEYS_HELP)(f)
-
-
-def _allow_untrusted(f: Any) -> Any:
-    return click.option("--allow-untrusted", is_flag=True, help=_UNTRUSTED_HELP)(f)
-
-
-def _allow_unsigned(f: Any) -> Any:
-    return click.option("--allow-unsigned", is_flag=True, help=_UNSIGNED_HELP)(f)
 
 
 @click.group(
@@ -87,15 +42,15 @@ def report() -> None:
     ),
 )
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
-@_keys
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=PUB_HELP)
+@keys_option
 @click.option(
     "--allow-unsigned",
     is_flag=True,
     help="Check an unsigned report's content: its signature item is then not checked "
     "instead of failed.",
 )
-@_allow_untrusted
+@allow_untrusted_option
 @click.option(
     "--threshold",
     type=click.IntRange(min=1),
@@ -122,7 +77,7 @@ def report_verify(
     """
     from kit.report.verify import verify_report
 
-    key, trust = _signers(key_path, keys_dir)
+    key, trust = signers(key_path, keys_dir)
     if threshold > 1:
         if trust is None:
             from kit.errors import BadInputError
@@ -157,10 +112,10 @@ def report_verify(
     "--markdown", is_flag=True, help="One row per report of a Club-3090-style BENCHMARKS.md table."
 )
 @click.option("--header", is_flag=True, help="With --markdown: print the table header first.")
-@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
-@_keys
-@_allow_unsigned
-@_allow_untrusted
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=PUB_HELP)
+@keys_option
+@allow_unsigned_option
+@allow_untrusted_option
 def report_show(
     paths: tuple[str, ...],
     markdown: bool,
@@ -179,7 +134,7 @@ def report_show(
     from kit.report.files import ReadPolicy, read_report
     from kit.report.show import markdown_header, markdown_row, show_table
 
-    key, trust = _signers(key_path, keys_dir)
+    key, trust = signers(key_path, keys_dir)
     policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
     read = [read_report(Path(path), key, trust=trust, **policy) for path in paths]
     if markdown and header:
@@ -211,10 +166,10 @@ def report_show(
 @click.option(
     "--force", is_flag=True, help="Compare even when model, quantization or protocol differ."
 )
-@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
-@_keys
-@_allow_unsigned
-@_allow_untrusted
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=PUB_HELP)
+@keys_option
+@allow_unsigned_option
+@allow_untrusted_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @fail_on_option
 @click.option(
@@ -258,7 +213,7 @@ def report_compare(
         )
     from kit.report.show import comparison_text, side_labels
 
-    key, trust = _signers(key_path, keys_dir)
+    key, trust = signers(key_path, keys_dir)
     policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
     first, check_a = read_report(Path(a), key, trust=trust, **policy)
     if b is not None:
@@ -301,10 +256,10 @@ def report_compare(
     help="HTML file to write (default: beside the report, named after it: NAME.json -> "
     "NAME.html, NAME.report.json -> NAME.report.html).",
 )
-@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=_PUB_HELP)
-@_keys
-@_allow_unsigned
-@_allow_untrusted
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help=PUB_HELP)
+@keys_option
+@allow_unsigned_option
+@allow_untrusted_option
 def report_html(
     path: str,
     output: str | None,
@@ -322,108 +277,12 @@ def report_html(
     from kit.report.files import ReadPolicy, read_report
     from kit.report.html import html_path, write_html
 
-    key, trust = _signers(key_path, keys_dir)
+    key, trust = signers(key_path, keys_dir)
     policy = ReadPolicy(allow_unsigned=allow_unsigned, allow_untrusted=allow_untrusted)
     loaded, check = read_report(Path(path), key, trust=trust, **policy)
     out = Path(output) if output else html_path(Path(path))
     click.echo(str(write_html(loaded, check, out)))
 
 
-@report.command(
-    "table",
-    epilog=examples(
-        "kit report table examples/reports/*.report.json --keys examples/keys",
-        "kit report table reports/*/report.json --keys keys/ -o BENCHMARKS.md --html table.html",
-        "kit report table downloaded/*.json --keys keys/ --include-unverified",
-    ),
-)
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option(
-    "--keys",
-    "keys_dir",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="Folder of the signers' public keys (every *.pub in it); a report must be signed by "
-    "one of them.",
-)
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), help="Markdown file (default: stdout)."
-)
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False),
-    help="Also write one self-contained page: sortable columns, a filter, best for my rig.",
-)
-@click.option(
-    "--include-unverified",
-    is_flag=True,
-    help="List reports that do not verify in a separate Unverified section instead of "
-    "failing (exit 1).",
-)
-def report_table(
-    paths: tuple[str, ...],
-    keys_dir: str,
-    output: str | None,
-    html_path: str | None,
-    include_unverified: bool,
-) -> None:
-    """A Club-3090-style results table (BENCHMARKS.md) from verified reports only: each is
-    verified item by item as by `kit report verify`, against the key in --keys whose
-    fingerprint its signature names. Rows group by model × rig × engine. An unsigned report,
-    one signed by a key not in --keys or one failing any item exits 1 naming each file and why,
-    unless --include-unverified; a file that is not a report exits 2.
-    """
-    from kit.report.table import build_table, markdown, require_verified
-
-    table = build_table([Path(p) for p in paths], Path(keys_dir))
-    if not include_unverified:
-        require_verified(table)
-    text = markdown(table)
-    if html_path:
-        from kit.report.html.table import write_table_page
-
-        write_table_page(table, Path(html_path))
-    if output:
-        out = Path(output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
-
-
-@report.command("attest", epilog=examples("kit report attest report.json -o report.intoto.json"))
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="File to write.")
-@click.option(
-    "--signing-key",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Private key to sign with (default: $KIT_SIGNING_KEY, else kit's key).",
-)
-@_keys
-@_allow_untrusted
-@_allow_unsigned
-def report_attest(
-    path: str,
-    out: str,
-    signing_key: str | None,
-    keys_dir: str | None,
-    allow_untrusted: bool,
-    allow_unsigned: bool,
-) -> None:
-    """Write an in-toto Statement v1 for the report PATH (subject: its file name and sha256),
-    signed as a DSSE envelope of application/vnd.in-toto+json. PATH is read and its signature
-    checked first, as by `kit report show`.
-    """
-    from kit.errors import BadInputError
-    from kit.report.attest import attest
-    from kit.report.files import ReadPolicy
-    from kit.signing import signing_key as pick_key
-
-    key = pick_key(signing_key)
-    if key is None:
-        raise BadInputError("no signing key", hint="create one with `kit keys generate`")
-    _, trust = _signers(None, keys_dir)
-    policy = ReadPolicy(allow_untrusted=allow_untrusted, allow_unsigned=allow_unsigned)
-    Path(out).write_bytes(attest(Path(path), key, trust, policy))
+report.add_command(report_table)
+report.add_command(report_attest)
