@@ -35,6 +35,7 @@ from kit.signing import (
     sign_report,
     unsigned_report,
     verify_envelope,
+    wrong_key_hint,
 )
 
 REPORT_FILE = "report.json"
@@ -115,7 +116,7 @@ def read_report(
     check = check_signature(env, public_key, trust)
     refused: tuple[str, str] | None = None
     if check.valid is False and (check.signed or public_key is not None):
-        refused = (check.reason, "the report was not signed by the holder of this key as it stands")
+        refused = (check.reason, wrong_key_hint(check))
     elif not check.signed and not allow_unsigned:
         refused = (
             "the report is unsigned: nothing shows who wrote it or that it is unaltered",

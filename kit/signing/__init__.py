@@ -25,6 +25,7 @@ from kit.signing.envelope import (
     sign_report,
     unsigned_report,
     verify_envelope,
+    wrong_key_hint,
 )
 from kit.signing.keys import (
     KeyPair,
@@ -70,4 +71,5 @@ __all__ = [
     "signing_key",
     "unsigned_report",
     "verify_envelope",
+    "wrong_key_hint",
 ]

@@ -367,6 +367,18 @@ def _b64decode(value: Any, field: str) -> bytes:
     )
 
 
+def wrong_key_hint(check: SignatureCheck) -> str:
+    """What to do when a given key did not verify a report: another signer's key (its keyid
+    names the one to find, or --keys DIR finds it), or a report altered since it was signed."""
+    if check.key_matches is False and check.keyid:
+        return (
+            f"its signature names another key ({check.keyid[:19]}...): pass that signer's "
+            "public key, or --keys DIR to check each report against the key in DIR whose "
+            "fingerprint its signature names"
+        )
+    return "the report was not signed by the holder of this key as it stands"
+
+
 def read_payload(
     data: bytes,
     public_key: Ed25519PublicKey | None = None,
@@ -379,7 +391,5 @@ def read_payload(
     env = open_envelope(data, max_bytes=max_bytes, max_depth=max_depth)
     check = verify_envelope(env, public_key)
     if public_key is not None and not check.valid:
-        raise VerificationFailed(
-            check.reason, hint="the report was not signed by the holder of this key as it stands"
-        )
+        raise VerificationFailed(check.reason, hint=wrong_key_hint(check))
     return load_payload(env, max_bytes=max_bytes, max_depth=max_depth), check

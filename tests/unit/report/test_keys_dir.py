@@ -118,3 +118,14 @@ def test_keys_dir_without_keys_is_bad_input(tmp_path: Path) -> None:
     result = kit("report", "show", TP2, "--keys", tmp_path)
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == f"error: {tmp_path}: no public key (*.pub) in it"
+
+
+def test_a_key_that_signed_another_report_points_to_keys_and_that_works() -> None:
+    """One --key over reports of two signers fails on the other's report; the hint names the
+    key the signature wants and --keys DIR, and following it reads both."""
+    wrong = kit("report", "show", TP2, RERUN, "--key", KEYS / "example.pub")
+    assert wrong.exit_code == 1, wrong.output
+    hint = next(line for line in wrong.stderr.splitlines() if line.startswith("hint:"))
+    assert keyid(RERUN)[:19] in hint and "--keys DIR" in hint
+    followed = kit("report", "show", TP2, RERUN, "--keys", KEYS)
+    assert followed.exit_code == 0, followed.output
