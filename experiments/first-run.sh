@@ -9,9 +9,9 @@
 # without it. Writes OUT.json (default experiments/results/first-run-<date>.json): per run its exit
 # code, seconds, validity (valid, every reason with its code and message), and per prompt the
 # headline (value, interval, runs used and left out), the Club-3090 mean and CV, each run's decode
-# tok/s and the engine's speculative-decoding counters (acceptance), and per
-# prefill depth its headline and each run's tok/s; per re-run
-# its exit code and verdict with every figure's band. Run it on a quiet machine.
+# tok/s, the engine's speculative-decoding counters (acceptance) and the host-speed witness's
+# medians, and per prefill depth its headline and each run's tok/s; per re-run
+# its exit code and verdict with every figure's band and the causes. Run it on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -53,6 +53,8 @@ if path.is_file():
     row["prompts"] = {
         p["prompt"]: {"headline": p.get("headline"), "mean": p["decode_tps"]["mean"],
                       "cv_pct": p["decode_tps"]["cv_pct"],
+                      # the host-speed witness's medians over the measured runs (kit.probe.hostspeed)
+                      "host_speed": p.get("host_speed"),
                       "spec_decode": {k: (p.get("spec_decode") or {}).get(k) for k in
                                       ("drafts", "draft_tokens", "accepted_tokens",
                                        "acceptance_length", "per_position_rate")},
@@ -73,7 +75,8 @@ if path.is_file():
     rep = payload.get("reproduction")
     if rep is not None:
         row["verdict"] = {"verdict": rep["verdict"], "summary": rep["summary"],
-                          "figures": rep["figures"], "inconclusive": rep.get("inconclusive", [])}
+                          "figures": rep["figures"], "inconclusive": rep.get("inconclusive", []),
+                          "causes": rep.get("causes", [])}
 else:
     row["report"] = None
 print(json.dumps(row))

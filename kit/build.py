@@ -1,5 +1,6 @@
-"""Build stage: the model (and draft), then its quantization, each cached. Both runtimes call
-:func:`build`: natively before serving, in containers in the ``prepare`` service."""
+"""Build stage: the model (and draft), then its quantization, then the quality probe's
+reference (the unquantized model's scores), each cached. Both runtimes call :func:`build`:
+natively before serving, in containers in the ``prepare`` service."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from kit.model import ModelManifest, fetch_draft, fetch_model
 from kit.paths import display_path
+from kit.quality import ReferenceScores, build_reference
 from kit.quantize import QuantManifest, quantize
 from kit.recipe import LoadedRecipe
 
@@ -25,10 +27,12 @@ class Built:
     draft: ModelManifest | None
     served_dir: Path
     quantization: QuantManifest | None
+    # the quality probe's reference, where kit scores it (the probe reads it from the cache)
+    reference: ReferenceScores | None = None
 
 
 def build(loaded: LoadedRecipe) -> Built:
-    """Model (and draft) + quantization, each cached."""
+    """Model (and draft) + quantization + the quality reference, each cached."""
     model_dir, model = fetch_model(loaded)
     log.info(
         "model: %s (%s, %s)",
@@ -38,6 +42,7 @@ def build(loaded: LoadedRecipe) -> Built:
     )
     draft = fetch_draft(loaded)
     served_dir, qman = quantize(loaded, model_dir, model)
+    reference = build_reference(loaded, model_dir, model)
     return Built(
         model_dir=model_dir,
         model=model,
@@ -45,4 +50,5 @@ def build(loaded: LoadedRecipe) -> Built:
         draft=draft[1] if draft else None,
         served_dir=served_dir,
         quantization=qman,
+        reference=reference,
     )

@@ -4,19 +4,27 @@ benchmark, the roofline: the :class:`Extras`). Every runtime measures through he
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from kit.bench import Bencher, RequestRecord, Watch, model_info
 from kit.engine import EngineEnv
 from kit.errors import KitError
+from kit.installer import InstallError
+from kit.nodes import is_local
+from kit.peers import PEERS, PeerJob, Peers, run_peers, summary_notes
 from kit.probe import GpuSampler, HostLoadSampler
+from kit.probe.hostspeed import HostSpeedWitness, WitnessPlan, plan
 from kit.progress import Status
+from kit.quality import ProbeJob, QualityProbe, find_reference, run_probe
 from kit.recipe import LoadedRecipe
 from kit.recipe.traffic import point_levels, point_requests, point_warmups
 from kit.report.assemble import Extras, Measurement, Setup
+from kit.report.schema import ServerInfo
 from kit.roofline import (
     Bandwidth,
     Deployment,
@@ -58,16 +66,29 @@ def planned_requests(loaded: LoadedRecipe) -> int:
     return n
 
 
+def witness_plan(url: str, loaded: LoadedRecipe, server: ServerInfo | None) -> WitnessPlan:
+    """Where the host-speed witness runs for this server (kit.probe.hostspeed.plan): the
+    sequential protocol only, on the engine's cores where its log names them."""
+    if loaded.recipe.bench.load is not None:
+        return WitnessPlan(None)
+    runtime = server.runtime if server is not None else "external"
+    choices = server.engine_choices if server is not None else None
+    local = runtime == "native" or is_local(urlsplit(url).hostname or "")
+    return plan(runtime, local, choices.cpu_binding if choices is not None else None)
+
+
 def measure(
     url: str,
     loaded: LoadedRecipe,
     alive: Callable[[], str] | None = None,
     sample_interval_s: float = 0.5,
     host_load: bool = True,
+    host_speed: frozenset[int] | None = None,
 ) -> Measurement:
     """Bench a running server with the recipe's protocol while sampling the GPUs and, when
     ``host_load`` (the server is kit's child, or in a container), how busy the host is with
-    other work."""
+    other work; with ``host_speed``, the host-speed witness runs on those CPUs before each
+    measured request."""
     model_name, max_len = model_info(url)
     status = Status()
     bencher = Bencher(
@@ -79,7 +100,13 @@ def measure(
         recipe_dir=loaded.path.parent,
     )
     # "ours" for the host-load sampler: kit and its children (the native server's group)
-    with GpuSampler(interval_s=sample_interval_s) as sampler, HostLoadSampler() as load:
+    witness = HostSpeedWitness(host_speed) if host_speed else contextlib.nullcontext(None)
+    with (
+        GpuSampler(interval_s=sample_interval_s) as sampler,
+        HostLoadSampler() as load,
+        witness as speed,
+    ):
+        bencher.host_speed = speed
         bencher.hooks.append(sampler.mark)
         if host_load:
             bencher.hooks.append(load.mark)
@@ -117,6 +144,59 @@ def measured_bandwidth(loaded: LoadedRecipe, env: EngineEnv) -> tuple[Bandwidth 
     return source, []
 
 
+def peers_beside(
+    loaded: LoadedRecipe, setup: Setup, url: str, measured: Measurement, out_dir: Path
+) -> tuple[Peers | None, list[str]]:
+    """The tools of ``bench.peers`` against the server after kit's bench (kit.peers), and the
+    report's notes on what of them failed: a tool that fails never fails the run."""
+    bench = loaded.recipe.bench
+    built, env, result = setup.built, setup.env, measured.result
+    if not bench.peers or built is None or env is None:
+        return None, []
+    job = PeerJob(
+        url=url,
+        model=result.served_model,
+        tokenizer=built.served_dir,
+        bench=bench,
+        out_dir=out_dir,
+        python=env.python,
+        pythonpath=env.pythonpath,
+        engine_version=env.version,
+        torch=env.versions.get("torch"),
+    )
+    try:
+        peers = run_peers(job, [PEERS[name] for name in bench.peers], result, measured.load_plan)
+    except (KitError, InstallError, OSError, ValueError) as exc:
+        log.error("peers failed: %s", exc)
+        return None, [f"bench.peers failed: {exc}"]
+    for note in peers.notes:
+        log.info("peers: %s", note)
+    return peers, [f"bench.peers: {note}" for note in summary_notes(peers)]
+
+
+def quality_beside(
+    loaded: LoadedRecipe, setup: Setup, url: str, measured: Measurement
+) -> tuple[QualityProbe | None, list[str]]:
+    """The quality probe (bench.quality) against the server after the bench (kit.quality),
+    and the report's note when it failed: a probe that fails never fails the run."""
+    settings, built = loaded.recipe.bench.quality, setup.built
+    if settings is None or built is None:
+        return None, []
+    job = ProbeJob(
+        url=url,
+        model=measured.result.served_model,
+        settings=settings,
+        max_model_len=loaded.recipe.server.max_model_len,
+        timeout_s=loaded.recipe.bench.request_timeout_s,
+    )
+    try:
+        reference, no_reference = find_reference(loaded, built.model_dir, built.model)
+        return run_probe(job, reference, no_reference), []
+    except (KitError, OSError, ValueError) as exc:
+        log.error("quality probe failed: %s", exc)
+        return None, [f"bench.quality failed: {exc}"]
+
+
 def after_bench(
     loaded: LoadedRecipe,
     setup: Setup,
@@ -125,13 +205,14 @@ def after_bench(
     bandwidth: Bandwidth | None,
     out_dir: Path,
 ) -> Extras:
-    """While the server is still up: vLLM's own benchmark, then the roofline, for a model kit
-    built and an engine it knows (nothing for a server it was given). Neither failing fails the
-    run; the notes say what failed."""
+    """While the server is still up: vLLM's own benchmark, the peers (bench.peers), the
+    roofline, then the quality probe, for a model kit built and an engine it knows (nothing for
+    a server it was given). None failing fails the run; the notes say what failed."""
     recipe = loaded.recipe
     built, env, result = setup.built, setup.env, measured.result
     if built is None or env is None:
-        return Extras()
+        unrun = ["bench.peers not run: kit did not build the model this server serves"]
+        return Extras(notes=tuple(unrun if recipe.bench.peers else []))
     vllm_bench: VllmBench | None = None
     roof: Roofline | None = None
     notes: list[str] = []
@@ -152,6 +233,8 @@ def after_bench(
         except (KitError, OSError, ValueError) as exc:
             notes.append(f"vllm bench serve failed: {exc}")
             log.error("vllm bench serve failed: %s", exc)
+    peers, peer_notes = peers_beside(loaded, setup, url, measured, out_dir)
+    notes += peer_notes
     if bandwidth is not None:
         try:
             deployment = Deployment(
@@ -166,4 +249,12 @@ def after_bench(
         except (KitError, OSError, ValueError) as exc:
             notes.append(f"roofline failed: {exc}")
             log.error("roofline failed: %s", exc)
-    return Extras(vllm_bench=vllm_bench, roofline=roof, notes=tuple(notes))
+    # last: its one long request is the server's least ordinary (every prompt position scored)
+    quality, quality_notes = quality_beside(loaded, setup, url, measured)
+    return Extras(
+        vllm_bench=vllm_bench,
+        roofline=roof,
+        notes=(*notes, *quality_notes),
+        peers=peers,
+        quality=quality,
+    )

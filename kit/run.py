@@ -16,7 +16,7 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kit.engine import EngineEnv
-from kit.measure import after_bench, measure
+from kit.measure import after_bench, measure, witness_plan
 from kit.recipe import LoadedRecipe
 from kit.report.assemble import (
     Extras,
@@ -110,9 +110,15 @@ def run_and_report(job: RunJob, target: Target) -> tuple[Report, Path]:
         started = _noted(started, notes)
         with target.serve() as served:
             setup = replace(setup, server=served.info())
+            speed = witness_plan(served.url, loaded, setup.server)
+            started = _noted(started, [speed.note] if speed.note else [])
             try:
                 measured = measure(
-                    served.url, loaded, alive=served.alive, host_load=target.host_load
+                    served.url,
+                    loaded,
+                    alive=served.alive,
+                    host_load=target.host_load,
+                    host_speed=speed.cpus,
                 )
                 extras = after_bench(loaded, setup, served.url, measured, bandwidth, job.out_dir)
             finally:

@@ -56,6 +56,7 @@ from kit.metrics import (
     server_window,
     spec_decode_delta,
 )
+from kit.probe.hostspeed import HostSpeed
 from kit.recipe import Bench
 from kit.recipe.traffic import (
     FileDataset,
@@ -121,6 +122,9 @@ class Bencher:
         self.client = httpx.Client(timeout=timeout)  # /metrics and /tokenize, outside timing
         self.streams = SequentialClient(self.url)  # the timed requests
         self.hooks: list[Callable[[str], None]] = []  # phase marks for samplers
+        # the host-speed witness (kit.probe.hostspeed), read before each measured request while
+        # the server is idle; None: not run (a server on another host)
+        self.host_speed: Callable[[], HostSpeed | None] | None = None
         self.soft_failures: list[str] = []  # measurements that failed without ending the bench
         # a load run's requests as drawn (load_plan), for vLLM's side to send the same ones
         self.plan: list[Planned] | None = None
@@ -138,7 +142,10 @@ class Bencher:
     def _one(
         self, body: dict[str, Any], tag: RequestTag, first_token_s: float | None = None
     ) -> RequestRecord:
+        speed = self.host_speed() if self.host_speed and tag.phase == "measured" else None
         rec = self.streams.stream(body, tag, StreamLimits.of(self.bench, first_token_s))
+        if speed is not None:
+            rec = rec.model_copy(update={"host_speed": speed})
         if tag.phase == "measured" and self._window:
             after = self.scrape()
             witness = request_witness(self._window, after) if after else None

@@ -30,6 +30,7 @@ from pydantic import (
 from kit.base import KitModel
 from kit.bench.packed import COMPACT_TIMES, pack_times, unpack_times
 from kit.metrics import RequestWitness, decode_tps, is_usable, wall_tps
+from kit.probe.hostspeed import HostSpeed
 from kit.recipe import Bench
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,12 @@ class RequestRecord(KitModel):
         description="Sequential measured runs: the server's /metrics deltas around this "
         "request alone, the second witness of its timing (absent where /metrics is not read).",
     )
+    host_speed: HostSpeed | None = Field(
+        None,
+        description="Sequential measured runs: the host-speed witness, the fixed CPU workload "
+        "on the engine's cores just before this request, the server idle (absent where it "
+        "was not run: docs/noise.md).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -111,6 +118,8 @@ class RequestRecord(KitModel):
             data.pop("first_chunk_s", None)
         if data.get("server") is None:
             data.pop("server", None)
+        if data.get("host_speed") is None:
+            data.pop("host_speed", None)
         if data.get("sent_s") is None:
             data.pop("sent_s", None)  # sequential records are written as they always were
         elif "text_chunk_times_s" in data:  # a load record: its chunk times packed

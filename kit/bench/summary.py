@@ -16,6 +16,7 @@ from kit.bench.load import LoadPoint
 from kit.bench.stream import RequestRecord
 from kit.metrics import ServerWindow, SpecDecode, Stats, summarize
 from kit.noise import Headline, headline
+from kit.probe.hostspeed import HostSpeed, median_speed
 from kit.recipe import Prompt
 
 
@@ -45,10 +46,18 @@ class PromptSummary(KitModel):
     completion_tokens: Stats = Field(description="Generated tokens per run.")
     spec_decode: SpecDecode | None = Field(None, description="Over this prompt's measured runs.")
     server: ServerWindow | None = Field(None, description="Server-side figures, same window.")
+    host_speed: HostSpeed | None = Field(
+        None,
+        description="The host-speed witness over the measured runs: the median of each part "
+        "(absent where it was not run).",
+    )
 
     @model_serializer(mode="wrap")
     def _headline_when_made(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _no_headline_unsaid(handler, self)
+        data = _no_headline_unsaid(handler, self)
+        if data.get("host_speed") is None:
+            data.pop("host_speed", None)  # so is a run without the witness
+        return data
 
 
 class PrefillResult(KitModel):
@@ -107,6 +116,17 @@ def decode_headline(prompt: str, records: list[RequestRecord]) -> Headline:
     return headline("decode_tps", decode_runs(prompt, records), held_runs(prompt, records))
 
 
+def prompt_host_speed(prompt: str, records: list[RequestRecord]) -> HostSpeed | None:
+    """The medians of a prompt's measured runs' host-speed witness; None where none was read."""
+    return median_speed(
+        [
+            r.host_speed
+            for r in records
+            if r.prompt == prompt and r.phase == "measured" and r.host_speed
+        ]
+    )
+
+
 def summarize_prompt(prompt: Prompt, records: list[RequestRecord]) -> PromptSummary:
     """One prompt's statistics over its usable measured runs (spec decode and server aside)."""
     measured = [r for r in records if r.prompt == prompt.name and r.phase == "measured"]
@@ -123,6 +143,7 @@ def summarize_prompt(prompt: Prompt, records: list[RequestRecord]) -> PromptSumm
         completion_tokens=summarize(
             r.completion_tokens for r in usable if r.completion_tokens is not None
         ),
+        host_speed=prompt_host_speed(prompt.name, records),
     )
 
 

@@ -300,6 +300,10 @@ def reproduce(
     against it: REPRODUCED (exit 0), DIFFERENT (which figures, which way, and the likely
     causes; exit 4, see --fail-on), INCONCLUSIVE (a side INVALID or a band too wide; exit 5)
     or NOT COMPARABLE (exit 1). --set makes the run a variation.
+
+    A recipe whose reference has load points (`kit import` of another tool's result file) ends
+    likewise with this run's points judged against the file's, point by point and overall, and
+    exits by that verdict.
     """
     from kit.pipeline import reproduce as run
     from kit.rerun import is_report_file
@@ -371,6 +375,16 @@ def reproduce(
         )
     if report.reproduction is not None:
         click.echo(report.reproduction.text(), err=True)
+    points = None
+    reference = loaded.recipe.reference
+    if report.reproduction is None and reference is not None and reference.points:
+        from kit.report.points import compare_points
+
+        # an imported result (`kit import`): this run's points against the file's, one by one
+        points = compare_points(report, reference)
+        click.echo(points.text(), err=True)
     _echo_run(report, where)
     if report.reproduction is not None:
         exit_by_verdict(report.reproduction, fail_on)
+    elif points is not None:
+        exit_by_verdict(points, fail_on)

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from kit.recipe.base import RecipeModel
 from kit.recipe.figures import THROUGHPUTS, Definition, PointFigure, ReferencePoint
+from kit.recipe.quality import ReferenceQuality
 from kit.recipe.serving import REFERENCE_PROMPTS, Bench, Sampling
 
 # the reference protocol as a recipe: what `kit bench` measures without one
@@ -58,7 +59,7 @@ class AcceptanceFigures(RecipeModel):
 
 
 class Reference(RecipeModel):
-    late_fields = frozenset({"tool", "points", "definitions", "reference_only"})
+    late_fields = frozenset({"tool", "points", "definitions", "reference_only", "quality"})
     source: str = Field(description="Where the figures were published.")
     date: str | None = Field(None, description="Publication date.")
     rig: str | None = Field(None, description="Hardware, as published.")
@@ -81,6 +82,11 @@ class Reference(RecipeModel):
         None,
         description="Why kit cannot re-run the reference's traffic (kit import); its points are "
         "still compared where a run has one of the same label.",
+    )
+    quality: ReferenceQuality | None = Field(
+        None,
+        description="The unquantized model's scores of kit's evaluation text, computed "
+        "elsewhere, for the quality probe (bench.quality) of a model kit cannot score here.",
     )
 
     @model_validator(mode="after")

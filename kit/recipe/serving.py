@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from kit.recipe.base import RecipeModel
+from kit.recipe.quality import Quality
 from kit.recipe.traffic import Dataset, Load, Slo
 
 # ---------------------------------------------------------------------------------------------
@@ -318,8 +319,12 @@ class VllmBenchSettings(RecipeModel):
     timeout_s: float = Field(300, gt=0, description="Limit for each prompt's invocation.")
 
 
+# the benchmark tools kit can run beside its own client (kit.peers; docs/peers.md)
+PeerName = Literal["vllm_bench", "guidellm", "aiperf"]
+
+
 class Bench(RecipeModel):
-    late_fields = frozenset({"load", "dataset", "slo"})
+    late_fields = frozenset({"load", "dataset", "slo", "peers", "quality"})
     warmups: int = Field(3, ge=0, description="Discarded requests per prompt.")
     runs: int = Field(5, gt=0, description="Measured requests per prompt.")
     sampling: Sampling = Field(default_factory=Sampling, description="Sampling parameters.")
@@ -347,6 +352,14 @@ class Bench(RecipeModel):
         description="Also run `vllm bench serve` at concurrency 1 with the same prompts and "
         "lengths against the same server, side by side in the report (None: skipped).",
     )
+    peers: list[PeerName] = Field(
+        default_factory=list,
+        description="Other benchmark tools run after kit's bench, one at a time, against the "
+        "same server with the same traffic at each point (each prompt, or each load point): "
+        "vllm_bench (the engine's `vllm bench serve`), guidellm, aiperf (each from PyPI at a "
+        "pinned version, in its own venv). Their figures, read back from their own result "
+        "files, stand beside kit's in the report (kit.peers; docs/peers.md). Empty: none.",
+    )
     load: Load | None = Field(
         None,
         description="A load pattern (concurrency or rate levels, one measured point each) in "
@@ -356,6 +369,20 @@ class Bench(RecipeModel):
         None, description="Where a load pattern's requests come from (None: the prompts)."
     )
     slo: Slo | None = Field(None, description="SLOs for a load pattern's goodput.")
+    quality: Quality | None = Field(
+        default_factory=Quality,
+        description="The quality probe after the bench: kit's evaluation text scored through "
+        "the served engine against the unquantized model (kit.quality, docs/quality.md; None: "
+        "skipped).",
+    )
+
+    @field_validator("peers")
+    @classmethod
+    def _peers_once(cls, value: list[str]) -> list[str]:
+        twice = sorted({p for p in value if value.count(p) > 1})
+        if twice:
+            raise ValueError(f"names {', '.join(twice)} more than once")
+        return value
 
     @model_validator(mode="after")
     def _load_parts(self) -> Bench:

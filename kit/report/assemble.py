@@ -24,7 +24,9 @@ from kit.enginelog import read_engine_choices
 from kit.errors import InternalError, Terminated, to_kit_error
 from kit.nodes import NodeProcess, read_transport, shown_address
 from kit.paths import display_path
+from kit.peers.schema import Peers
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
+from kit.quality import QualityProbe
 from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
 from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
@@ -132,11 +134,13 @@ class Measurement:
 @dataclass(frozen=True)
 class Extras:
     """What the post-bench step returns (:func:`kit.measure.after_bench`): vLLM's own benchmark,
-    the roofline, and notes on what of them failed."""
+    the roofline, the quality probe, and notes on what of them failed."""
 
     vllm_bench: VllmBench | None = None
     roofline: Roofline | None = None
     notes: tuple[str, ...] = ()
+    peers: Peers | None = None  # bench.peers: the other tools beside kit (kit.peers)
+    quality: QualityProbe | None = None  # bench.quality: the quality probe (kit.quality)
 
 
 def finish_report(
@@ -183,6 +187,8 @@ def finish_report(
             "energy_per_token_j": energy_of(sampling, result),
             "roofline": extras.roofline,
             "vllm_bench": extras.vllm_bench,
+            "peers": extras.peers,
+            "quality": extras.quality,
             "notes": [*report.notes, *extras.notes],
         }
     )

@@ -5,7 +5,8 @@ Per prompt of the sequential protocol, from the records alone (a verifier gets t
 - ``held-stream`` (warning): runs the server held, left out of the headline (kit.bench.held);
 - ``too-few-clean-runs`` (error): fewer than ``MIN_CLEAN_RUNS`` runs left for the headline;
 - ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes
-  (rules 3: also the runs off the median by more than CV_LIMIT_PCT, and the hypervisor's steal);
+  (rules 3: also the runs off the median by more than CV_LIMIT_PCT, the hypervisor's steal, and
+  the host-speed witness where recorded, :mod:`kit.report.speed`);
 - ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure):
   a least-squares slope whose t-test rejects no trend at 5 %, and a change of 3 % or more;
 - ``host-contention`` (warning): the machine's cores saturated while measuring, with held or
@@ -31,6 +32,7 @@ from kit.noise import FLOOR_PCT, headline
 from kit.probe import Finding
 from kit.recipe.acceptance import AcceptanceTarget, target_of
 from kit.report.schema import AcceptanceWindow, SyntheticAcceptanceCheck
+from kit.report.speed import within_run
 
 if TYPE_CHECKING:
     from kit.metrics import SpecDecode
@@ -113,8 +115,8 @@ def _contention(load: HostLoad | None) -> str | None:
     )
 
 
-def _checked(load: HostLoad | None, drift: str | None, rules: int) -> str:
-    """What was looked at when no cause was found."""
+def _checked(load: HostLoad | None, drift: str | None, rules: int, speed: str | None) -> str:
+    """What was looked at when no cause was found (``speed``: the host-speed witness's word)."""
     parts = ["no held stream left in the headline"]
     if load is None or load.busy_pct is None:
         parts.append("host load not measured")
@@ -127,6 +129,8 @@ def _checked(load: HostLoad | None, drift: str | None, rules: int) -> str:
             steal = "not measured" if load.steal_pct is None else f"{load.steal_pct:.1f} %"
             parts.append(f"hypervisor steal {steal}")
     parts.append(drift or "no drift across the runs")
+    if speed:
+        parts.append(speed)
     return "no cause found (checked: " + "; ".join(parts) + ")"
 
 
@@ -233,6 +237,12 @@ def decode_findings(report: Report, rules: int) -> list[Finding]:
                         f"the hypervisor took {load.steal_pct:.1f} % of the CPU time (steal): "
                         "other guests shared this machine's cores"
                     )
+                speed, steady = None, None
+                if rules >= 3:
+                    speed, steady = within_run(
+                        name, head.runs_used, values, bench.records, CV_LIMIT_PCT
+                    )
+                causes += [speed] if speed else []
                 contended = contended or contention is not None
                 which = f" ({off_runs(head.runs_used, values)})" if rules >= 3 else ""
                 found.append(
@@ -241,7 +251,7 @@ def decode_findings(report: Report, rules: int) -> list[Finding]:
                         "error",
                         f"{name}: decode TPS CV {cv:.1f} % over the headline's {len(values)} runs "
                         f"is above {CV_LIMIT_PCT:.0f} %{which}; "
-                        + ("; ".join(causes) if causes else _checked(load, drift, rules)),
+                        + ("; ".join(causes) if causes else _checked(load, drift, rules, steady)),
                     )
                 )
     if contended and contention is not None:

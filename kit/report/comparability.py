@@ -1,7 +1,8 @@
 """Comparability: each aspect in which two reports differ, named before any figure.
 
-Model, quantization, protocol and acceptance differences refuse a comparison unless forced;
-checkpoint, hardware, engine, kernels, serving settings and patch differences are warnings. The
+Model, quantization, protocol, acceptance and quality differences refuse a comparison unless
+forced; checkpoint, hardware, engine, kernels, serving settings and patch differences are
+warnings. The
 acceptance is a synthetic one (vLLM accepting at stated rates, docs/synthetic-acceptance.md) or
 the draft's real one: a synthetic run compares only with a synthetic run of the same target.
 Kernels are the engine's choices read from the server log (linear kernels, the CPU W4A16 path
@@ -10,7 +11,10 @@ before kit read them) or did not log one of them differs in nothing there. The c
 what AutoRound made (its content digest, kit.quantize): the same inputs may give other bytes on
 another host, device or library version, and a checkpoint of the same shape and format costs
 the same to serve, so it is named, with the files that differ and what may explain it, not
-refused (docs/checkpoint.md).
+refused (docs/checkpoint.md). Quality is the quality probe's figures (kit.quality): two runs
+that scored the same tokens and whose served perplexity or top-1 agreement differ beyond the
+recipe's band answer differently, whatever their recipes say (docs/quality.md); a side without
+a probe, or one of other tokens, differs in nothing there.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.errors import VerificationFailed
+from kit.quality import quality_diff
 from kit.quantize import QuantHost, QuantManifest
 from kit.recipe.acceptance import target_of
 from kit.report.describe import engine_text, isa_text, model_name, quant_name, rig, target_text
@@ -34,6 +39,7 @@ Aspect = Literal[
     "checkpoint",
     "protocol",
     "acceptance",
+    "quality",
     "hardware",
     "engine",
     "kernels",
@@ -41,9 +47,11 @@ Aspect = Literal[
     "patches",
 ]
 
-REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol", "acceptance")
+REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol", "acceptance", "quality")
 
-_PROTOCOL_IGNORED = frozenset({"request_timeout_s", "stall_timeout_s"})
+# the quality probe runs after the bench: its settings move no speed figure (its figures are
+# the quality aspect's)
+_PROTOCOL_IGNORED = frozenset({"request_timeout_s", "stall_timeout_s", "quality"})
 # where AutoRound tuned (cards, memory trade-offs), not what it made
 _QUANT_IGNORED = frozenset({"placement"})
 
@@ -215,9 +223,12 @@ def acceptance_diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 
 def recipe_diff(aspect: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """How two recipes differ in one aspect: in words when the kind differs, else by path."""
+    """How two recipes differ in one aspect: in words when the kind differs, else by path.
+    Quality is the runs' figures, which recipes do not hold: two recipes never differ there."""
     if aspect == "acceptance":
         return acceptance_diff(a, b)
+    if aspect == "quality":
+        return []
     if aspect == "model" and (a.get("model") or {}).get("source") != (b.get("model") or {}).get(
         "source"
     ):
@@ -316,6 +327,7 @@ def comparability(a: Report, b: Report) -> list[Difference]:
         protocol.insert(0, f"canonical {a.canonical} vs {b.canonical}")
     add("protocol", protocol)
     add("acceptance", acceptance_diff(a.recipe, b.recipe))
+    add("quality", quality_diff(a.quality, b.quality))
     add("hardware", _hardware_diffs(a, b))
     ea, eb = engine_key(a), engine_key(b)
     add("engine", [f"{ea} vs {eb}"] if ea != eb else [])

@@ -3,8 +3,9 @@
 One of four, for an original report A and a new run B (``kit reproduce REPORT.json`` writes it
 into B, signed; ``kit report compare A B`` prints it for any two reports):
 
-- **NOT COMPARABLE**: the model, the quantization or the protocol differ
-  (:mod:`kit.report.comparability`), or the two share no headline figure;
+- **NOT COMPARABLE**: the model, the quantization, the protocol or the acceptance differ, or
+  the quality probe's figures differ beyond their band (:mod:`kit.report.comparability`), or
+  the two share no headline figure;
 - **INCONCLUSIVE**: no verdict can rest on the figures: a side is INVALID or the re-run is
   incomplete, or a figure's band is wider than ``kit.noise.MAX_BAND_PCT``, and none is clearly
   outside its band;
@@ -12,7 +13,9 @@ into B, signed; ``kit report compare A B`` prints it for any two reports):
 - **DIFFERENT**: some are not: which, which way (higher or lower, better or worse), by how
   much, and the likely causes kit can see: every other aspect in which the reports differ
   (GPUs, power limits, PCIe link, interconnect, CPU, engine, kernels, serving settings,
-  patches), the OS kernel, a host that was not quiet while measuring.
+  patches), the OS kernel, a host that was not quiet while measuring, and a host that ran
+  slower or faster on the fixed workload timed before each measured run (``host-speed``,
+  :mod:`kit.report.speed`; or, where it did not move, that it is not the cause).
 
 The verdict also says whether B served A's quantized checkpoint (its content digest, recorded
 by :mod:`kit.quantize`): the same, or another, with the files that differ and what kit records
@@ -35,6 +38,7 @@ from kit.report.deltas import MetricDelta, figure_delta
 from kit.report.figures import figures
 from kit.report.plausible import of_recipe
 from kit.report.schema import Report
+from kit.report.speed import between_runs
 from kit.report.verdict import FigureCheck, Reproduction, Verdict, num
 
 __all__ = ["FLOOR_PCT", "FigureCheck", "Reproduction", "Verdict", "judge", "likely_causes"]
@@ -194,14 +198,16 @@ def judge(
         for f in outside
     ] + [f"{f.metric}: not measured by the re-run" for f in missing]
     if differing:
-        causes = likely_causes(original, new) or [
+        speed = between_runs(original, new, outside)
+        seen = speed.causes + likely_causes(original, new) or [
             "none that kit can see: the reports show the same hardware, engine, patches and "
             "settings, and quiet hosts"
         ]
+        causes = seen + speed.checked
         return Reproduction(
             verdict="DIFFERENT",
             summary=f"DIFFERENT: {len(outside) + len(missing)} of {len(figures_)} headline "
-            f"figures outside their noise bands{_ways(outside)}{other}",
+            f"figures outside their noise bands{_ways(outside)}{speed.summary}{other}",
             differing=differing,
             causes=causes,
             not_comparable=[],

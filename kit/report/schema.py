@@ -18,7 +18,9 @@ from kit.enginelog import EngineChoices
 from kit.migrations import Upgrade, current_version
 from kit.model import ModelManifest
 from kit.patches import PatchManifest
+from kit.peers.schema import Peers
 from kit.probe import GpuSampling, HostLoad, HostProbe
+from kit.quality import QualityProbe
 from kit.quantize import QuantManifest
 from kit.recipe.acceptance import AcceptanceTarget
 from kit.recipe.lock import PinRecord
@@ -211,12 +213,29 @@ class Report(KitModel):
         "target and the achieved acceptance per window. Absent for a real-acceptance run: "
         "then the accepted tokens are the draft's own.",
     )
+    peers: Peers | None = Field(
+        None,
+        description="Other benchmark tools after kit's bench against the same server with the "
+        "same traffic per point (bench.peers): each tool's figures, read back from its own "
+        "result file, beside kit's, with their definitions and agreement (kit.peers).",
+    )
+    quality: QualityProbe | None = Field(
+        None,
+        description="The quality probe (bench.quality): kit's evaluation text scored "
+        "teacher-forced through the served engine, per token, against the unquantized model's "
+        "scores (the reference, with its provenance): perplexity, top-1 agreement, a KL "
+        "estimate (kit.quality, docs/quality.md). Absent when the probe did not run.",
+    )
 
     @model_serializer(mode="wrap")
     def _synthetic_only_when_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if data.get("synthetic_acceptance") is None:
             data.pop("synthetic_acceptance", None)  # a real run is written as before
+        if data.get("peers") is None:
+            data.pop("peers", None)  # so is a run without peers
+        if data.get("quality") is None:
+            data.pop("quality", None)  # and one without the quality probe
         return data
 
 

@@ -14,6 +14,9 @@ the order the checks run. The same function runs when the report is written and 
 
 Under any rules, a synthetic-acceptance run whose counters miss the target is an error
 (``synthetic-acceptance-missed``, :func:`kit.report.causes.synthetic_findings`).
+Under any rules, a quality probe (``report.quality``) is judged by its recipe's thresholds:
+``quality-garbage`` (error) near chance, ``quality-degraded`` (warning) past them
+(:func:`kit.quality.quality_findings`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from kit.bench.held import BURST_S, burst
 from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe_findings
+from kit.quality import quality_findings
 from kit.report.causes import decode_findings, synthetic_findings
 from kit.report.verdict import Validity
 
@@ -149,6 +153,7 @@ def verdict(
             _finding("incomplete", "error", f"the run is incomplete: {report.incomplete_reason}")
         )
     found += _bench_findings(report, rules)
+    found += quality_findings(report.quality)
     if host is not None:
         found.extend(probe_findings(host, sampling))
     if report.host_load is not None:

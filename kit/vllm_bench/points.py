@@ -34,7 +34,7 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +60,15 @@ FIGURES: tuple[tuple[str, str, str, str | None], ...] = (
     ("TPOT p99", "p99_tpot_ms", "tpot_ms", "p99"),
 )
 AGREEMENT = ("output tok/s", "TTFT p50", "TPOT p50", "ITL p50")
+
+
+class AtLevel(Protocol):
+    """What :func:`point_argv` reads of a point: its measured requests and its level."""
+
+    @property
+    def requests(self) -> int: ...
+    @property
+    def level(self) -> float: ...
 
 
 class PointFigure(BaseModel):
@@ -154,7 +163,7 @@ def point_lines(planned: list[Planned], point: LoadPoint, offset: int, salt: str
 
 
 def point_argv(
-    job: VllmBenchJob, point: LoadPoint, dataset: Path, *, warmups: int, result_file: str
+    job: VllmBenchJob, point: AtLevel, dataset: Path, *, warmups: int, result_file: str
 ) -> list[str]:
     """`vllm bench serve` arguments for one of kit's load points, its prompts in ``dataset``."""
     bench, url, model, tokenizer, result_dir = (

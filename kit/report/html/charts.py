@@ -155,7 +155,8 @@ def prefill_chart(report: Report) -> str | None:
 
 
 def spec_chart(report: Report) -> str | None:
-    """Acceptance rate per draft position over all measured windows."""
+    """Acceptance rate per draft position over all measured windows; for a synthetic run, its
+    target rate and the verdict's tolerance at each position (:func:`target_band`)."""
     sd = report.bench.spec_decode if report.bench else None
     if sd is None or not sd.per_position_rate:
         return None
@@ -164,7 +165,8 @@ def spec_chart(report: Report) -> str | None:
     mark = Marks()
     xs = list(range(1, len(sd.per_position_rate) + 1))
     rates = [r * 100 for r in sd.per_position_rate]
-    mark(ax.bar(xs, rates, width=0.6, color=COLORS[2]))
+    mark(ax.bar(xs, rates, width=0.6, color=COLORS[2], label="achieved"))
+    synthetic = _synthetic_target(ax, report, xs, mark)
     for x, r, n in zip(xs, rates, sd.per_position_accepted, strict=False):
         ax.annotate(
             f"{r:.1f}%\n({n:,})",
@@ -190,12 +192,47 @@ def spec_chart(report: Report) -> str | None:
     ax.set_title(
         f"Speculative decoding: acceptance per draft position{'  (' + al + ')' * bool(al)}"
     )
+    if synthetic:
+        ax.legend(loc="upper right", frameon=False)
     ax.set_xlabel("draft position")
     ax.set_ylabel("accepted / draft steps (%)")
     ax.set_xticks(xs)
     ax.set_ylim(0, 118)
     ax.grid(axis="x", visible=False)
     return to_svg(fig, "spec")
+
+
+def target_band(report: Report) -> list[tuple[float, float, float]]:
+    """A synthetic run's target rate per draft position with the verdict's tolerance, in
+    percent: (target, lowest, highest). The band is the widest window's (below, plus the steps
+    cut short): a rate over all windows, each within its own tolerance, lies within it."""
+    check = report.synthetic_acceptance
+    if check is None:
+        return []
+    out = []
+    for i, p in enumerate(check.target.rates):
+        below = [w.position_tolerance[i] + w.shortfall for w in check.windows]
+        above = [w.position_tolerance[i] for w in check.windows]
+        lo, hi = p - max(below, default=0.0), p + max(above, default=0.0)
+        out.append((p * 100, max(lo, 0.0) * 100, min(hi, 1.0) * 100))
+    return out
+
+
+def _synthetic_target(ax: Any, report: Report, xs: list[int], mark: Marks) -> bool:
+    """Draw a synthetic run's target rates and tolerance over the achieved bars."""
+    band = target_band(report)
+    check = report.synthetic_acceptance
+    if not band or check is None:
+        return False
+    tolerance = "verdict's tolerance (widest window)"
+    for x, (p, lo, hi) in zip(xs, band, strict=False):
+        if hi > lo:
+            ax.bar(x, hi - lo, bottom=lo, width=0.8, color=COLORS[1], alpha=0.15, label=tolerance)
+            tolerance = "_"  # labelled once
+        mark(ax.hlines(p, x - 0.4, x + 0.4, colors=COLORS[1], linestyles="--", lw=2))
+    al = check.target.acceptance_length
+    ax.plot([], [], "--", color=COLORS[1], lw=2, label=f"synthetic target (AL {al:.2f})")
+    return True
 
 
 _SERIES = (

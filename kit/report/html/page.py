@@ -1,19 +1,23 @@
 """The page: sections in a fixed order, each only when the report has its data, as one HTML
 string with its CSS inline and its charts as inline SVG. An UNTRUSTED or UNSIGNED run
 (:func:`kit.report.show.trust_label`) carries its label in the title, in the heading of every
-section with figures and in the first cell of every row of their tables."""
+section with figures and in the first cell of every row of their tables. A run at a synthetic
+acceptance (:func:`kit.report.describe.synthetic_label`) carries its label in a banner under
+the title."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from html import escape
 
+from kit.report.describe import synthetic_label
 from kit.report.html import charts
 from kit.report.html.about import provenance_section, rig_section, verdict_section
 from kit.report.html.crosscheck import crosscheck_section
 from kit.report.html.efficiency import energy_section, roofline_section
 from kit.report.html.events import events_section
-from kit.report.html.layout import CSS
+from kit.report.html.layout import CSS, paragraph
+from kit.report.html.peers import peers_section
 from kit.report.html.results import (
     chart_section,
     client_section,
@@ -56,6 +60,7 @@ def sections(report: Report, check: SignatureCheck) -> list[str]:
         ),
         lambda: roofline_section(report, label),
         lambda: crosscheck_section(report, label),
+        lambda: peers_section(report, label),
         lambda: timeline_section(report, label),
         lambda: energy_section(report, label),
         lambda: events_section(report, label),
@@ -64,6 +69,19 @@ def sections(report: Report, check: SignatureCheck) -> list[str]:
         lambda: provenance_section(report, check),
     ]
     return [s for s in (step() for step in steps) if s is not None]
+
+
+def synthetic_banner(report: Report) -> str:
+    """The banner of a run at a synthetic acceptance (empty for a real-acceptance run)."""
+    synthetic = synthetic_label(report)
+    if synthetic is None:
+        return ""
+    return f'<div class="banner warnb" id="synthetic">{escape(synthetic)}</div>' + paragraph(
+        "vLLM accepted draft tokens at the stated rates, whatever the tokens were: the speed is "
+        "a real measurement at that acceptance, the text generated is not the model's "
+        "(docs/synthetic-acceptance.md).",
+        "muted",
+    )
 
 
 def page(report: Report, check: SignatureCheck) -> str:
@@ -77,7 +95,8 @@ def page(report: Report, check: SignatureCheck) -> str:
         "style-src 'unsafe-inline'; img-src data:\">"
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>"
         f"<h1>{escape(title)}</h1>"
-        f'<p class="muted">Written {escape(report.created_at)} by kit '
+        + synthetic_banner(report)
+        + f'<p class="muted">Written {escape(report.created_at)} by kit '
         f"{escape(report.kit_version)}; rendered offline by kit report html.</p>\n"
         + "\n".join(sections(report, check))
         + "\n</main></body></html>\n"

@@ -16,8 +16,9 @@ schema) says so and counts as not checked. Items:
 - ``payload``: the payload parses within the limits and is in canonical form;
 - ``schema``: the ``Report`` model (strict) and the JSON Schema generated from it;
 - ``recipe``: the embedded recipe validates, its sha256 matches, and so do the protocol flags;
-- ``summaries``: per-prompt and prefill statistics, spec-decode figures, GPU sampling summaries
-  and energy per token, recomputed from the raw records with kit's own functions;
+- ``summaries``: per-prompt and prefill statistics, spec-decode figures, GPU sampling
+  summaries, energy per token and the quality probe's figures, recomputed from the raw records
+  (the probe's: its per-token scores) with kit's own functions;
 - ``records``: each request's internal consistency (rates, TTFT within wall, usable flag, chunk
   times, token counts), start times in order, counts per prompt, run status, request template;
 - ``patches``: the patch manifest is well-formed and names the recipe's series;

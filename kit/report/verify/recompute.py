@@ -1,6 +1,7 @@
 """Verify items recomputed from the raw records: ``summaries`` (per-prompt and prefill
-statistics, spec-decode figures, GPU sampling summaries, energy per token, with kit's own
-functions) and ``records`` (each request's internal consistency, order, counts, run status)."""
+statistics, spec-decode figures, GPU sampling summaries, energy per token, the quality probe's
+figures from its per-token scores, with kit's own functions) and ``records`` (each request's
+internal consistency, order, counts, run status)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from kit.bench.load import summarize_point
 from kit.errors import BadInputError
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
 from kit.probe import Readings, build_sampling
+from kit.quality import summarize
+from kit.quality.measures import score_problems
 from kit.recipe import Bench, Prompt
 from kit.report.assemble import energy_of
 from kit.report.causes import synthetic_check
@@ -92,7 +95,7 @@ def summaries_item(report: Report) -> CheckItem:  # noqa: C901
     problems += differences(report.energy_per_token_j, energy, "energy_per_token_j")
     if energy is not None:
         done.append("energy per token")
-    problems += _synthetic_problems(report, done)
+    problems += _synthetic_problems(report, done) + _quality_problems(report, done)
     records = len(b.records) if b is not None else 0
     return check_item(
         "summaries",
@@ -112,6 +115,32 @@ def _synthetic_problems(report: Report, done: list[str]) -> list[str]:
     if fresh is not None:
         done.append("synthetic acceptance")
     return differences(dump(report.synthetic_acceptance), dump(fresh), "synthetic_acceptance")
+
+
+def _quality_problems(report: Report, done: list[str]) -> list[str]:
+    """The quality probe: its settings are the embedded recipe's, its per-token scores agree
+    with themselves, and its summary is the one recomputed from them (kit.quality)."""
+    q = report.quality
+    if q is None:
+        return []
+    out: list[str] = []
+    bench = _bench_of(report)
+    if bench is not None and dump(bench.quality) != dump(q.settings):
+        out.append("quality.settings: not the embedded recipe's bench.quality")
+    out += score_problems(q.served, q.token_ids, q.settings.top_k, "quality.served")
+    ref = q.reference
+    if ref is not None:
+        out += score_problems(ref.scores, ref.token_ids, ref.top_k, "quality.reference")
+        if ref.text_sha256 != q.text_sha256:
+            out.append("quality.reference: scored another text than the probe")
+    if (ref is None) == (q.no_reference is None):
+        out.append("quality: says why there is no reference exactly when there is none")
+    try:
+        fresh = summarize(q.token_ids, q.served, ref)
+    except ValueError as exc:
+        return [*out, f"quality: {exc}"]
+    done.append(f"quality probe ({fresh.positions} positions)")
+    return out + differences(dump(q.summary), dump(fresh), "quality.summary")
 
 
 def _spec_problems(sd: Any, where: str) -> list[str]:
