@@ -40,6 +40,9 @@ import base64, json, sys
 from pathlib import Path
 kind, index, rc, seconds, report = sys.argv[1:6]
 row = {"kind": kind, "index": int(index), "exit_code": int(rc), "seconds": float(seconds)}
+if len(sys.argv) > 6 and Path(sys.argv[6]).is_file():  # the terminal's lines: WARNING is noise
+    said = Path(sys.argv[6]).read_text(errors="replace").splitlines()
+    row["warning_lines"] = [line for line in said if "WARNING" in line]
 path = Path(report)
 if path.is_file():
     payload = json.loads(base64.b64decode(json.loads(path.read_bytes())["payload"]))
@@ -96,7 +99,7 @@ for i in $(seq 1 "$n"); do
   set -e
   secs=$(( $(date +%s) - start ))
   report=$(ls "$clone"/reports/*/report.json 2>/dev/null | head -1 || true)
-  summarise run "$i" "$rc" "$secs" "${report:-none}"
+  summarise run "$i" "$rc" "$secs" "${report:-none}" "$work/run-$i.log"
   echo "first-run: run $i exit $rc in ${secs} s" >&2
   last_clone=$clone
 done
@@ -113,7 +116,7 @@ for j in $(seq 1 "$k"); do
   set -e
   secs=$(( $(date +%s) - start ))
   report=$(ls "$rerun_out"/*/report.json 2>/dev/null | head -1 || true)
-  summarise rerun "$j" "$rc" "$secs" "${report:-none}"
+  summarise rerun "$j" "$rc" "$secs" "${report:-none}" "$work/rerun-$j.log"
   echo "first-run: re-run $j exit $rc in ${secs} s" >&2
 done
 
