@@ -11,7 +11,10 @@ kernel build can run (W4A8 forced where the CPU has no AMX, and said so):
 - **served model**: the cpu-tiny recipe's checkpoint served once per path; greedy completions of
   the protocol's prompts (temperature 0, ignore_eos, 64 tokens, top-2 logprobs), each against
   the torch path's (W4A16 numerics computed in plain torch, the closest to the reference):
-  tokens equal before the first difference, and the largest logprob gap over those tokens.
+  tokens equal before the first difference, and the largest logprob gap over those tokens;
+  and the quality probe (kit.quality, docs/quality.md): kit's evaluation text scored
+  teacher-forced through each path against the unquantized model (perplexity, its ratio to
+  the reference's, top-1 agreement, the KL estimate) and the verdict's finding, if any.
 
 Prints the JSON and writes it with ``-o``. Numerics only: no timing is taken.
 """
@@ -33,6 +36,9 @@ from kit.bench import model_info
 from kit.build import build
 from kit.enginelog import read_engine_choices
 from kit.probe import parse_cpuinfo
+from kit.quality.judge import quality_findings
+from kit.quality.probe import ProbeJob, run_probe
+from kit.quality.reference import find_reference
 from kit.recipe import load_recipe
 from kit.serve import NativeRuntime
 
@@ -67,6 +73,26 @@ def _agreement(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> dict[s
     return {"tokens": len(a), "equal_before_first_difference": same, "max_logprob_gap": gap}
 
 
+def _quality(loaded: Any, built: Any, url: str, name: str) -> dict[str, Any]:
+    """The quality probe through this path, against the unquantized model's reference."""
+    settings = loaded.recipe.bench.quality
+    job = ProbeJob(url, name, settings, loaded.recipe.server.max_model_len, 300.0)
+    reference, why_not = find_reference(loaded, built.model_dir, built.model)
+    probe = run_probe(job, reference, why_not)
+    s = probe.summary
+    return {
+        "positions": s.positions,
+        "top_k": settings.top_k,
+        "perplexity": s.perplexity,
+        "reference_perplexity": s.reference_perplexity,
+        "perplexity_ratio": s.perplexity_ratio,
+        "agreement": s.agreement,
+        "chance": s.chance,
+        "kl_estimate": s.kl,
+        "findings": [f.code for f in quality_findings(probe)],
+    }
+
+
 def kernel_part(python: str) -> list[dict[str, Any]]:
     proc = subprocess.run(
         [python, str(CHECK)], capture_output=True, text=True, check=True, timeout=600
@@ -97,6 +123,7 @@ def served_part(paths: list[str]) -> dict[str, Any]:
                 "engine_choices": choices.summary() if choices else None,
                 "int4_path": choices.int4_path_label if choices else None,
                 "checkpoint": built.served_dir.name,
+                "quality": _quality(loaded, built, srv.url, name),
             }
     for path in paths:
         out[path]["against_torch"] = {
