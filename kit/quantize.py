@@ -173,21 +173,9 @@ def quantize(
     dataset, calibration_id = calibration_texts(q, loaded)
     key, inputs = cache_key(model, q, calibration_id)
     root = kit_home() / "quantized" / key[:24]
-    manifest_path = root / MANIFEST
-    if manifest_path.exists():
-        try:
-            cached = QuantManifest.model_validate_json(manifest_path.read_text())
-        except ValueError:
-            cached = None
-        if cached is not None and cached.key == key:
-            out = root / "model"
-            if all(
-                (out / f.path).is_file() and (out / f.path).stat().st_size == f.size
-                for f in cached.files
-            ):
-                log.info("quantize: cache hit %s, no work done", display_path(root))
-                return out, cached.model_copy(update={"cached": True})
-            log.warning("quantize: cached output at %s is incomplete; redoing", root)
+    cached = _cache_hit(root, key)
+    if cached is not None:
+        return root / "model", cached
     if root.exists():
         shutil.rmtree(root)
     work = root.with_name(root.name + f".partial-{os.getpid()}")
@@ -224,29 +212,9 @@ def quantize(
             hint=f"its messages: {log_path}",
         )
     result = json.loads(result_path.read_text())
-    produced = Path(result["folder"])
-    out = work / "model"
-    os.replace(produced, out)
+    os.replace(Path(result["folder"]), work / "model")
     shutil.rmtree(work / "raw", ignore_errors=True)
-    files = hash_tree(out)
-    config = json.loads((out / "config.json").read_text())
-    manifest = QuantManifest(
-        method="autoround",
-        key=key,
-        inputs=inputs,
-        versions={
-            "auto_round": _version("auto-round"),
-            "torch": _version("torch"),
-            "transformers": _version("transformers"),
-        },
-        device=result["device"],
-        duration_s=round(duration, 3),
-        files=files,
-        identity=identity_of(files),
-        directory=display_path(root / "model"),
-        quantization_config=config.get("quantization_config", {}),
-        built_on=QuantHost.model_validate(result["built_on"]) if "built_on" in result else None,
-    )
+    manifest = _manifest(work / "model", root, key, inputs, result, duration)
     (work / MANIFEST).write_text(manifest.model_dump_json(indent=2))
     job_path.unlink()
     result_path.unlink()
@@ -263,6 +231,52 @@ def quantize(
         return root / "model", manifest
     log.info("quantize: done in %.1f s -> %s", duration, display_path(root / "model"))
     return root / "model", manifest
+
+
+def _cache_hit(root: Path, key: str) -> QuantManifest | None:
+    """The cached manifest under ``root`` when it is for ``key`` and its files are all there."""
+    manifest_path = root / MANIFEST
+    if not manifest_path.exists():
+        return None
+    try:
+        cached = QuantManifest.model_validate_json(manifest_path.read_text())
+    except ValueError:
+        return None
+    if cached.key != key:
+        return None
+    out = root / "model"
+    if all(
+        (out / f.path).is_file() and (out / f.path).stat().st_size == f.size for f in cached.files
+    ):
+        log.info("quantize: cache hit %s, no work done", display_path(root))
+        return cached.model_copy(update={"cached": True})
+    log.warning("quantize: cached output at %s is incomplete; redoing", root)
+    return None
+
+
+def _manifest(
+    out: Path, root: Path, key: str, inputs: dict[str, Any], result: dict[str, Any], duration: float
+) -> QuantManifest:
+    """What AutoRound made in ``out`` (to be moved to ``root``), with what went in and where."""
+    files = hash_tree(out)
+    config = json.loads((out / "config.json").read_text())
+    return QuantManifest(
+        method="autoround",
+        key=key,
+        inputs=inputs,
+        versions={
+            "auto_round": _version("auto-round"),
+            "torch": _version("torch"),
+            "transformers": _version("transformers"),
+        },
+        device=result["device"],
+        duration_s=round(duration, 3),
+        files=files,
+        identity=identity_of(files),
+        directory=display_path(root / "model"),
+        quantization_config=config.get("quantization_config", {}),
+        built_on=QuantHost.model_validate(result["built_on"]) if "built_on" in result else None,
+    )
 
 
 def run_logged(argv: list[str], log_path: Path) -> int:

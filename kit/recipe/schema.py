@@ -58,53 +58,68 @@ class Recipe(RecipeModel):
     def _combinations(self) -> Recipe:
         problems = self._shape_problems() + self._length_problems() + self._draft_problems()
         problems += synthetic_problems(self.speculative, self.reference)
-        q = self.quantization
-        if isinstance(self.model, SyntheticModel) and isinstance(q, AutoRoundQuantization):
-            shape = self.model.shape
-            if q.group_size > 0:
-                for field in ("hidden_size", "intermediate_size"):
-                    value = getattr(shape, field)
-                    if value % q.group_size:
-                        problems.append(
-                            f"quantization.group_size {q.group_size} does not divide "
-                            f"model.shape.{field} {value}"
-                        )
-        if isinstance(q, AutoRoundQuantization) and q.iters == 0 and not q.disable_opt_rtn:
-            if isinstance(q.calibration, HubCalibration) and isinstance(self.model, SyntheticModel):
-                problems.append(
-                    "quantization: iters 0 still calibrates from the hub; set disable_opt_rtn"
-                )
-        if self.server.engine.device == "cpu" and self.server.tensor_parallel_size > 1:
-            problems.append("server.tensor_parallel_size: the CPU engine serves with 1")
-        if isinstance(q, AutoRoundQuantization) and q.device == "cuda":
-            if self.server.engine.device == "cpu":
-                problems.append(
-                    f"quantization.device: cuda, but server.engine.name {self.server.engine.name} "
-                    "runs on the CPU (a CPU machine has no card to quantize on): set cpu or auto"
-                )
-        if self.rig is not None:
-            if self.server.engine.device == "cpu":
-                problems.append("rig: is for GPU recipes (a CPU recipe runs on any machine)")
-            elif self.rig.gpus < self.server.tensor_parallel_size:
-                problems.append(
-                    f"rig.gpus {self.rig.gpus} is fewer than server.tensor_parallel_size "
-                    f"{self.server.tensor_parallel_size}"
-                )
-        if self.bench.prefill is not None:
-            if not self.bench.prefill.depths:
-                problems.append(
-                    "bench.prefill.depths: empty, so the probe measures nothing: give at least "
-                    "one depth, or drop bench.prefill"
-                )
-            for depth in self.bench.prefill.depths:
-                if depth <= 0:
-                    problems.append("bench.prefill.depths: depths must be positive")
-        names = [p.name for p in self.bench.prompts]
-        if len(set(names)) != len(names):
-            problems.append("bench.prompts: prompt names must be unique")
+        problems += self._quantization_problems() + self._placement_problems()
+        problems += self._bench_problems()
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _quantization_problems(self) -> list[str]:
+        """AutoRound's settings against the model it quantizes and the engine that serves it."""
+        q, out = self.quantization, list[str]()
+        if not isinstance(q, AutoRoundQuantization):
+            return out
+        if isinstance(self.model, SyntheticModel) and q.group_size > 0:
+            shape = self.model.shape
+            for field in ("hidden_size", "intermediate_size"):
+                value = getattr(shape, field)
+                if value % q.group_size:
+                    out.append(
+                        f"quantization.group_size {q.group_size} does not divide "
+                        f"model.shape.{field} {value}"
+                    )
+        if q.iters == 0 and not q.disable_opt_rtn:
+            if isinstance(q.calibration, HubCalibration) and isinstance(self.model, SyntheticModel):
+                out.append(
+                    "quantization: iters 0 still calibrates from the hub; set disable_opt_rtn"
+                )
+        if q.device == "cuda" and self.server.engine.device == "cpu":
+            out.append(
+                f"quantization.device: cuda, but server.engine.name {self.server.engine.name} "
+                "runs on the CPU (a CPU machine has no card to quantize on): set cpu or auto"
+            )
+        return out
+
+    def _placement_problems(self) -> list[str]:
+        """Tensor parallelism and the rig against the engine's device."""
+        out: list[str] = []
+        if self.server.engine.device == "cpu" and self.server.tensor_parallel_size > 1:
+            out.append("server.tensor_parallel_size: the CPU engine serves with 1")
+        if self.rig is not None:
+            if self.server.engine.device == "cpu":
+                out.append("rig: is for GPU recipes (a CPU recipe runs on any machine)")
+            elif self.rig.gpus < self.server.tensor_parallel_size:
+                out.append(
+                    f"rig.gpus {self.rig.gpus} is fewer than server.tensor_parallel_size "
+                    f"{self.server.tensor_parallel_size}"
+                )
+        return out
+
+    def _bench_problems(self) -> list[str]:
+        """The prefill depths and the prompts' names."""
+        out: list[str] = []
+        if self.bench.prefill is not None:
+            if not self.bench.prefill.depths:
+                out.append(
+                    "bench.prefill.depths: empty, so the probe measures nothing: give at least "
+                    "one depth, or drop bench.prefill"
+                )
+            if any(depth <= 0 for depth in self.bench.prefill.depths):
+                out.append("bench.prefill.depths: depths must be positive")
+        names = [p.name for p in self.bench.prompts]
+        if len(set(names)) != len(names):
+            out.append("bench.prompts: prompt names must be unique")
+        return out
 
     def _shape_problems(self) -> list[str]:
         """The synthetic model's shape against the server that splits it."""

@@ -115,11 +115,11 @@ def parse_json(
     *,
     max_containers: int | None = None,
     max_amplification: float = MAX_AMPLIFICATION,
-    max_values: int = MAX_VALUES,
 ) -> Any:
     """Parse JSON bytes within limits: size, memory estimate, values in all, depth, then
     ``max_containers`` (arrays and objects in all; None: no count limit), before
-    ``json.loads`` sees them."""
+    ``json.loads`` sees them. Values in all: at most :data:`MAX_VALUES`."""
+    max_values = MAX_VALUES
     if not isinstance(data, bytes):
         raise BadInputError(f"{what} must be bytes, not {type(data).__name__}")
     if len(data) > max_bytes:
