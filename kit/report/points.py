@@ -23,7 +23,7 @@ from kit.recipe.figures import LatencyFigures, PointFigure
 from kit.report.deltas import MetricDelta, figure_delta
 from kit.report.figures import Figure
 from kit.report.schema import Report
-from kit.report.verdict import Verdict
+from kit.report.verdict import Verdict, unjudgeable
 
 THROUGHPUTS: tuple[tuple[PointFigure, str, str], ...] = (
     ("output_tps", "output tok/s", "tok/s"),
@@ -277,20 +277,10 @@ def _definitions(ref: Reference) -> list[str]:
     return out
 
 
-def _unjudgeable(report: Report) -> list[str]:
-    out = []
-    if not report.validity.valid:
-        codes = dict.fromkeys(f.code for f in report.validity.reasons if f.severity == "error")
-        out.append(f"this run is INVALID ({', '.join(codes)})")
-    if report.status != "complete":
-        out.append(f"this run is incomplete: {report.incomplete_reason}")
-    return out
-
-
 def compare_points(report: Report, ref: Reference) -> PointsVerdict:
     """The report's load points against ``ref.points``, by label."""
     mine = {p.label: p for p in report.bench.load_points} if report.bench else {}
-    void = _unjudgeable(report)
+    void = unjudgeable(report, "this run")
     checks = [
         _check(ref, label, report, mine[label], bool(void)) for label in ref.points if label in mine
     ]

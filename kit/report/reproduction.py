@@ -39,7 +39,7 @@ from kit.report.figures import figures
 from kit.report.plausible import of_recipe
 from kit.report.schema import Report
 from kit.report.speed import between_runs
-from kit.report.verdict import FigureCheck, Reproduction, Verdict, num
+from kit.report.verdict import FigureCheck, Reproduction, Verdict, num, unjudgeable
 
 __all__ = ["FLOOR_PCT", "FigureCheck", "Reproduction", "Verdict", "judge", "likely_causes"]
 
@@ -77,18 +77,6 @@ def headline_figures(a: Report, b: Report, void: bool = False) -> list[FigureChe
         if y is None:
             m = m.model_copy(update={"b": None, "delta": None, "delta_pct": None, "status": None})
         out.append(_check(m, void))
-    return out
-
-
-def _unjudgeable(a: Report, b: Report) -> list[str]:
-    """Why no figure can be judged: an INVALID side, an incomplete re-run."""
-    out = []
-    for side, r in (("original", a), ("re-run", b)):
-        if not r.validity.valid:
-            codes = dict.fromkeys(f.code for f in r.validity.reasons if f.severity == "error")
-            out.append(f"the {side} is INVALID ({', '.join(codes)})")
-    if b.status != "complete":
-        out.append(f"the re-run is incomplete: {b.incomplete_reason}")
     return out
 
 
@@ -151,7 +139,7 @@ def judge(
 ) -> Reproduction:
     """The verdict on ``new`` as a re-run of ``original``."""
     refusing = [f"{d.aspect}: {d.detail}" for d in comparability(original, new) if d.refuses]
-    void = _unjudgeable(original, new)
+    void = unjudgeable(original, "the original", complete=False) + unjudgeable(new, "the re-run")
     figures_ = headline_figures(original, new, void=bool(void))
     checkpoint = checkpoint_match(original, new)
     common = {

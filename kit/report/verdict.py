@@ -177,6 +177,29 @@ class Judged(Protocol):
     def worse(self) -> bool: ...
 
 
+class Judgeable(Protocol):
+    """A run whose figures a verdict judges (a Report): valid or not, complete or not."""
+
+    @property
+    def validity(self) -> Validity: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def incomplete_reason(self) -> str | None: ...
+
+
+def unjudgeable(run: Judgeable, who: str, *, complete: bool = True) -> list[str]:
+    """Why none of ``run``'s figures can be judged (``who``: "the re-run", "this run"): it is
+    INVALID (its error codes), or, when ``complete`` is asked for, incomplete."""
+    out = []
+    if not run.validity.valid:
+        codes = dict.fromkeys(f.code for f in run.validity.reasons if f.severity == "error")
+        out.append(f"{who} is INVALID ({', '.join(codes)})")
+    if complete and run.status != "complete":
+        out.append(f"{who} is incomplete: {run.incomplete_reason}")
+    return out
+
+
 def verdict_exit(r: Reproduction | Judged, fail_on: FailOn = "different") -> int:
     """The exit code of a verdict: 0 REPRODUCED, 1 NOT COMPARABLE, 4 DIFFERENT, 5
     INCONCLUSIVE. ``fail_on`` relaxes DIFFERENT: ``worse`` exits 4 only when a figure is worse
