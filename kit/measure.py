@@ -17,10 +17,20 @@ from kit.errors import KitError
 from kit.installer import InstallError
 from kit.nodes import is_local
 from kit.peers import PEERS, PeerJob, Peers, run_peers, summary_notes
+from kit.peers.install import ensure_venv
 from kit.probe import GpuSampler, HostLoadSampler
 from kit.probe.hostspeed import HostSpeedWitness, WitnessPlan, plan
 from kit.progress import Status
 from kit.quality import ProbeJob, QualityProbe, find_reference, run_probe
+from kit.quality.harness import (
+    LM_EVAL,
+    LM_EVAL_REQUIREMENTS,
+    LM_EVAL_VERSION,
+    HarnessJob,
+    HarnessRun,
+    failed,
+    run_harness,
+)
 from kit.recipe import LoadedRecipe
 from kit.recipe.traffic import point_levels, point_requests, point_warmups
 from kit.report.assemble import Extras, Measurement, Setup
@@ -197,6 +207,33 @@ def quality_beside(
         return None, [f"bench.quality failed: {exc}"]
 
 
+def harness_beside(
+    loaded: LoadedRecipe, url: str, measured: Measurement, out_dir: Path
+) -> tuple[HarnessRun | None, list[str]]:
+    """The task harness (bench.quality.harness) against the server, last, and the report's
+    note when it failed: a harness that fails is recorded, never a failed run."""
+    quality = loaded.recipe.bench.quality
+    settings = quality.harness if quality is not None else None
+    if settings is None:
+        return None, []
+    include = settings.include_path
+    try:
+        python = ensure_venv(LM_EVAL, LM_EVAL_VERSION, LM_EVAL_REQUIREMENTS)
+        job = HarnessJob(
+            python=python,
+            url=url,
+            model=measured.result.served_model,
+            settings=settings,
+            include_dir=loaded.resolve_path(include) if include is not None else None,
+            out_dir=out_dir,
+            request_timeout_s=loaded.recipe.bench.request_timeout_s,
+        )
+        run = run_harness(job)
+    except (InstallError, OSError) as exc:
+        run = failed(settings, f"lm-eval could not be installed: {exc}")
+    return run, [] if run.error is None else [f"bench.quality.harness failed: {run.error}"]
+
+
 def after_bench(
     loaded: LoadedRecipe,
     setup: Setup,
@@ -251,10 +288,12 @@ def after_bench(
             log.error("roofline failed: %s", exc)
     # last: its one long request is the server's least ordinary (every prompt position scored)
     quality, quality_notes = quality_beside(loaded, setup, url, measured)
+    harness, harness_notes = harness_beside(loaded, url, measured, out_dir)
     return Extras(
         vllm_bench=vllm_bench,
         roofline=roof,
-        notes=(*notes, *quality_notes),
+        notes=(*notes, *quality_notes, *harness_notes),
         peers=peers,
         quality=quality,
+        harness=harness,
     )

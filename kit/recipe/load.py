@@ -27,6 +27,7 @@ from kit.base import FrozenModel
 from kit.errors import RecipeError
 from kit.migrations import Upgrade, upgrade
 from kit.recipe.lock import is_lock_file, lock_path, read_lock, to_overrides
+from kit.recipe.quality import harness_problems
 from kit.recipe.runnable import series_problems
 from kit.recipe.schema import Recipe
 from kit.recipe.yamlsafe import MAX_BYTES, MAX_DEPTH, Marks, YamlSyntaxError, load_yaml, read_text
@@ -283,6 +284,9 @@ def load_recipe(
     recipe = validate_data(data, label, where)
     server = recipe.server
     found = series_problems(server.engine, server.patches, where("server.patches") or label)
+    harness = recipe.bench.quality.harness if recipe.bench.quality else None
+    include = "bench.quality.harness.include_path"
+    found += harness_problems(harness, top.parent, where(include) or label)
     if found:
         raise RecipeError(found)
     return LoadedRecipe(

@@ -1,9 +1,11 @@
-"""The quality probe of a recipe (``bench.quality``) and reference scores it may carry
-(``reference.quality``): kit.quality runs them, docs/quality.md says what they measure."""
+"""The quality probe of a recipe (``bench.quality``), the task harness it may run
+(``bench.quality.harness``) and reference scores it may carry (``reference.quality``):
+kit.quality runs them, docs/quality.md says what they measure."""
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -14,9 +16,80 @@ from kit.recipe.base import RecipeModel
 MAX_TOP_K = 20
 
 
+# a task name lm-eval's --tasks takes as one name (it splits the list on commas and spaces)
+TASK_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
+
+
+class Harness(RecipeModel):
+    """lm-evaluation-harness against the served endpoint after the bench, its scores in the
+    report's ``harness`` (kit.quality.harness, docs/quality.md)."""
+
+    name: Literal["lm-eval"] = Field(
+        description="The harness: lm-eval (EleutherAI's lm-evaluation-harness, the version "
+        "kit pins, in its own venv)."
+    )
+    tasks: list[Annotated[str, Field(pattern=TASK_NAME)]] = Field(
+        min_length=1,
+        description="lm-eval task or group names, run in one lm-eval process. Without a "
+        "tokenizer only generate_until tasks can run (docs/quality.md).",
+    )
+    limit: int | None = Field(
+        None, ge=1, description="Documents per task, at most (None: every document)."
+    )
+    include_path: str | None = Field(
+        None,
+        description="A folder of custom task YAML files, relative to the recipe; lm-eval runs "
+        "in it, so a task's relative data_files name files there. Checked when the recipe "
+        "loads.",
+    )
+    model: Literal["local-completions", "local-chat-completions"] = Field(
+        "local-completions",
+        description="lm-eval's model type: local-completions (/v1/completions, the prompt as "
+        "text) or local-chat-completions (/v1/chat/completions with lm-eval's "
+        "--apply_chat_template; the server's chat template applies).",
+    )
+    num_fewshot: int | None = Field(
+        None, ge=0, description="Few-shot examples per prompt (None: each task's own)."
+    )
+    gen_kwargs: dict[str, Any] | None = Field(
+        None,
+        description="Generation arguments over the tasks' own, as lm-eval's --gen_kwargs (for "
+        "example max_gen_toks, temperature).",
+    )
+    offline: bool = Field(
+        True,
+        description="Run lm-eval with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1: task data "
+        "from local files or the local Hugging Face cache only. False lets it download a "
+        "task's dataset from the hub.",
+    )
+    timeout_s: float = Field(
+        3600,
+        gt=0,
+        description="Wall-time limit of the lm-eval process (then it is killed and the "
+        "report records the failure).",
+    )
+
+
+def harness_problems(harness: Harness | None, recipe_dir: Path, label: str) -> list[str]:
+    """Recipe problems with the harness that need the file system: an include_path (relative
+    to ``recipe_dir``) that is not a folder; ``label`` names its place."""
+    if harness is None or harness.include_path is None:
+        return []
+    folder = recipe_dir / Path(harness.include_path).expanduser()
+    if folder.is_dir():
+        return []
+    what = "not a folder" if folder.exists() else "no such folder"
+    return [
+        f"{label}: bench.quality.harness.include_path: {harness.include_path}: {what} "
+        "(relative to the recipe)"
+    ]
+
+
 class Quality(RecipeModel):
     """Teacher-forced scores of a fixed text through the served engine, against the unquantized
     model's (docs/quality.md)."""
+
+    late_fields = frozenset({"harness"})
 
     max_tokens: int = Field(
         2048,
@@ -74,6 +147,11 @@ class Quality(RecipeModel):
         gt=0,
         description="Comparability: two runs whose agreements differ by more (percentage "
         "points) are not comparable.",
+    )
+    harness: Harness | None = Field(
+        None,
+        description="A task harness run against the served endpoint after the probe, its "
+        "scores in the report's harness section (None: not run).",
     )
 
     @model_validator(mode="after")

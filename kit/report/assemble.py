@@ -27,6 +27,7 @@ from kit.paths import display_path
 from kit.peers.schema import Peers
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
 from kit.quality import QualityProbe
+from kit.quality.harness import HarnessRun
 from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
 from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
@@ -141,6 +142,7 @@ class Extras:
     notes: tuple[str, ...] = ()
     peers: Peers | None = None  # bench.peers: the other tools beside kit (kit.peers)
     quality: QualityProbe | None = None  # bench.quality: the quality probe (kit.quality)
+    harness: HarnessRun | None = None  # bench.quality.harness: lm-eval (kit.quality.harness)
 
 
 def finish_report(
@@ -189,6 +191,7 @@ def finish_report(
             "vllm_bench": extras.vllm_bench,
             "peers": extras.peers,
             "quality": extras.quality,
+            "harness": extras.harness,
             "notes": [*report.notes, *extras.notes],
         }
     )

@@ -21,6 +21,7 @@ from kit.patches import PatchManifest
 from kit.peers.schema import Peers
 from kit.probe import GpuSampling, HostLoad, HostProbe
 from kit.quality import QualityProbe
+from kit.quality.harness import HarnessRun
 from kit.quantize import QuantManifest
 from kit.recipe.acceptance import AcceptanceTarget
 from kit.recipe.lock import PinRecord
@@ -226,6 +227,12 @@ class Report(KitModel):
         "scores (the reference, with its provenance): perplexity, top-1 agreement, a KL "
         "estimate (kit.quality, docs/quality.md). Absent when the probe did not run.",
     )
+    harness: HarnessRun | None = Field(
+        None,
+        description="The task harness (bench.quality.harness): lm-eval's scores per task, read "
+        "back from its results file, or why there are none (kit.quality.harness, "
+        "docs/quality.md). Absent when the recipe has no harness.",
+    )
 
     @model_serializer(mode="wrap")
     def _synthetic_only_when_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -236,6 +243,8 @@ class Report(KitModel):
             data.pop("peers", None)  # so is a run without peers
         if data.get("quality") is None:
             data.pop("quality", None)  # and one without the quality probe
+        if data.get("harness") is None:
+            data.pop("harness", None)  # or without a task harness
         return data
 
 

@@ -16,6 +16,7 @@ from kit.report.html.about import provenance_section, rig_section, verdict_secti
 from kit.report.html.crosscheck import crosscheck_section
 from kit.report.html.efficiency import energy_section, roofline_section
 from kit.report.html.events import events_section
+from kit.report.html.harness import harness_section
 from kit.report.html.layout import CSS, paragraph
 from kit.report.html.peers import peers_section
 from kit.report.html.results import (
@@ -61,6 +62,7 @@ def sections(report: Report, check: SignatureCheck) -> list[str]:
         lambda: roofline_section(report, label),
         lambda: crosscheck_section(report, label),
         lambda: peers_section(report, label),
+        lambda: harness_section(report, label),
         lambda: timeline_section(report, label),
         lambda: energy_section(report, label),
         lambda: events_section(report, label),

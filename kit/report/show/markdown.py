@@ -4,6 +4,7 @@ kernels the engine chose follow the engine in its cell, a few words long."""
 from __future__ import annotations
 
 from kit.metrics import Stats
+from kit.quality.harness import describe
 from kit.report.describe import (
     engine_text,
     headline_text,
@@ -59,6 +60,10 @@ def _notes(report: Report) -> str:
         notes.append("not canonical")
     if report.energy_per_token_j is not None:
         notes.append(f"{report.energy_per_token_j:.3f} J/token")
+    if report.harness is not None:
+        run = report.harness
+        said = "failed" if run.error else ", ".join(describe(t) for t in run.tasks)
+        notes.append(f"lm-eval: {said}")
     notes.append(f"kit {report.kit_version}, run {report.run_id}")
     return "; ".join(notes)
 

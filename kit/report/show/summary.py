@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kit.metrics import Stats
+from kit.quality.harness import describe
 from kit.report.figures import prompt_headline
 from kit.report.schema import Report
 from kit.report.show.peers import peer_lines
@@ -99,6 +100,7 @@ def summary_table(report: Report) -> str:
                 f"{number(s.accepted_per_draft)} (accepted/drafts)"
             )
     lines += peer_lines(report)
+    lines += harness_lines(report)
     v = report.validity
     lines.append(f"  validity: {'valid' if v.valid else 'INVALID'}")
     lines += [f"    {f.severity}: {f.message}" for f in v.reasons]
@@ -107,6 +109,17 @@ def summary_table(report: Report) -> str:
     for note in report.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def harness_lines(report: Report) -> list[str]:
+    """lm-eval's figures (bench.quality.harness), a line per task, or why there are none."""
+    run = report.harness
+    if run is None:
+        return []
+    if run.error is not None:
+        return [f"  harness (lm-eval): failed: {run.error}"]
+    head = f"  harness (lm-eval {run.tool_version or '?'}):"
+    return [head, *(f"    {describe(t)}" for t in run.tasks)]
 
 
 def number(value: float | None, digits: int = 2, sign: bool = False) -> str:
