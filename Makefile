@@ -80,8 +80,8 @@ table: venv ## BENCHMARKS.md and benchmarks.html in build/table/ from REPORTS (v
 
 test: venv lint typecheck schema-check unit test-browser integration test-container ## every check and test (needs no GPU; runs Docker for real)
 
-unit: venv ## fast tests, no server
-	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+unit: venv ## fast tests, no server: tests/unit (kit's code) and tests/repo (the repository's own files)
+	$(PY) -m pytest tests/unit tests/repo -q $(PYTEST_ARGS)
 
 integration: venv ## tests against a real vLLM CPU server (slow: builds the engine venv once)
 	$(PY) -m pytest tests/integration -q $(PYTEST_ARGS)

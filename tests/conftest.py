@@ -1,10 +1,12 @@
-"""What every suite shares: the checkout's root, and a private kit config dir.
+"""What every suite shares: the checkout's root, tests/fixtures/, and a private kit config dir.
 
-Only this file locates it. Tests take the ``repo_root`` fixture; what would otherwise be needed
-at a test module's level (parametrizing over recipes/, patches/, ...) is a parametrized
-fixture here, ``every_recipe`` and the like, over a constant of this file. (A test module
-cannot import this file: pytest keeps one top-level ``conftest`` module at a time, the last
-one loaded.)
+Only this file locates them. Unit tests take ``fixtures_dir`` (they read no file outside
+tests/, and tests/unit/conftest.py refuses them ``repo_root``); the suites that check or run
+the checkout itself (tests/repo, integration, container) take ``repo_root``. What would
+otherwise be needed at a test module's level (parametrizing over recipes/, patches/, ...) is a
+parametrized fixture here, ``every_recipe`` and the like, over a constant of this file. (A test
+module cannot import this file: pytest keeps one top-level ``conftest`` module at a time, the
+last one loaded.)
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
 RECIPES = sorted(p for p in (ROOT / "recipes").glob("*.yaml") if not p.name.endswith(".lock.yaml"))
 SERIES_DIRS = sorted((ROOT / "patches").iterdir())
 EXAMPLE_REPORTS = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
-VLLM_BENCH_RESULTS = sorted((ROOT / "tests" / "fixtures" / "vllm-bench").glob("*.json"))
+VLLM_BENCH_RESULTS = sorted((FIXTURES / "vllm-bench").glob("*.json"))
 FOREIGN_RESULTS = sorted(  # result files of other tools (not their README or provenance)
     p
-    for p in (ROOT / "tests" / "fixtures" / "foreign").rglob("*")
+    for p in (FIXTURES / "foreign").rglob("*")
     if p.is_file() and p.suffix != ".md" and not p.name.startswith(".")
 )
 
@@ -41,8 +44,15 @@ def private_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
-    """The checkout: recipes/, patches/, schemas/, tests/fixtures/ ..."""
+    """The checkout: recipes/, patches/, schemas/, tests/fixtures/ ... (not for tests/unit)."""
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """tests/fixtures/: recorded inputs, and copies of the repository files that tests read
+    (recipes/, a patch series, example reports, measured results)."""
+    return FIXTURES
 
 
 @pytest.fixture(params=RECIPES, ids=lambda p: p.name)

@@ -362,8 +362,9 @@ def build_report(
     patches: dict[str, Any] | Literal["recipe"] | None = "recipe",
 ) -> Report:
     """A complete run of cpu-tiny (on the recorded 2xH200 host with ``gpu``), as kit writes it,
-    from the recipe and the recorded probe of the checkout at ``root``."""
-    probe = root / "tests" / "fixtures" / "probe"
+    from ``root``/recipes/cpu-tiny.yaml (the checkout's, or the copy in tests/fixtures/) and
+    the probe recorded in tests/fixtures/probe/."""
+    probe = Path(__file__).parent / "fixtures" / "probe"
     loaded = load_recipe(
         root / "recipes" / "cpu-tiny.yaml", (*(GPU_OVERRIDES if gpu else ()), *overrides)
     )

@@ -1,11 +1,13 @@
 """Fixtures of the unit tests: the 2x3090 seed recipe's models, pinned and in a real
-huggingface_hub cache (kit's own), for the preflight tests."""
+huggingface_hub cache (kit's own), for the preflight tests; and no ``repo_root``, since unit
+tests read their data from tests/fixtures/ only."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -59,3 +61,10 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture
+def repo_root() -> NoReturn:
+    """Refused here: unit tests read no file outside tests/. Take ``fixtures_dir``; a check of
+    the repository's own files belongs in tests/repo."""
+    pytest.fail("unit tests read only tests/: take fixtures_dir, or move the check to tests/repo")

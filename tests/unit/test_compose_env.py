@@ -19,7 +19,7 @@ def mode(path: Path) -> int:
 
 
 @pytest.fixture
-def private_checkout(tmp_path: Path, repo_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def private_checkout(tmp_path: Path, fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A 0700 checkout: recipes/ and patches/ at its root, a test recipe two levels down that
     extends the repository's cpu-tiny (so the mount is the checkout's root)."""
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "kithome"))
@@ -27,7 +27,7 @@ def private_checkout(tmp_path: Path, repo_root: Path, monkeypatch: pytest.Monkey
     (root / "recipes").mkdir(parents=True)
     (root / "patches").mkdir()
     (root / "recipes" / "cpu-tiny.yaml").write_text(
-        (repo_root / "recipes" / "cpu-tiny.yaml").read_text()
+        (fixtures_dir / "recipes" / "cpu-tiny.yaml").read_text()
     )
     test = root / "build" / "t" / "small.yaml"
     test.parent.mkdir(parents=True)

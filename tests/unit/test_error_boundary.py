@@ -67,16 +67,16 @@ def _quiet_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture()
-def recipe(repo_root: Path) -> str:
-    return str(repo_root / "recipes" / "cpu-tiny.yaml")
+def recipe(fixtures_dir: Path) -> str:
+    return str(fixtures_dir / "recipes" / "cpu-tiny.yaml")
 
 
 @pytest.fixture()
-def unpinned(repo_root: Path, tmp_path: Path) -> Path:
+def unpinned(fixtures_dir: Path, tmp_path: Path) -> Path:
     """The seed recipe, whose hub revisions are left open, copied where a lock may be written."""
     path = tmp_path / "seed.yaml"
     path.write_bytes(
-        (repo_root / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml").read_bytes()
+        (fixtures_dir / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml").read_bytes()
     )
     return path
 
@@ -243,9 +243,9 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Path, "write_bytes", data)
 
 
-def test_a_full_disk(repo_root: Path, tmp_path: Path, full_disk: None) -> None:
+def test_a_full_disk(fixtures_dir: Path, tmp_path: Path, full_disk: None) -> None:
     recipe = tmp_path / "tiny.yaml"
-    recipe.write_bytes((repo_root / "recipes" / "cpu-tiny.yaml").read_bytes())
+    recipe.write_bytes((fixtures_dir / "recipes" / "cpu-tiny.yaml").read_bytes())
     res = CliRunner().invoke(main, ["lock", str(recipe)])
     assert res.exit_code == 3, res.output
     assert said(res) == [

@@ -16,8 +16,8 @@ from kit import pipeline, serve, signing
 from kit.cli import main
 from kit.errors import KitError
 
-SIGNED = "tests/fixtures/reports/cpu-tiny-a.signed.json"
-SIGNER = "tests/fixtures/reports/signer.pub"
+SIGNED = "reports/cpu-tiny-a.signed.json"
+SIGNER = "reports/signer.pub"
 STOP = "stopped where the run would start (test)"
 # the steps after the signature: the patch series check (the fixture's series is an older
 # checkout's), else the run itself
@@ -48,9 +48,9 @@ def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_reproduce_untrusted_names_report_key(
-    config: Path, repo_root: Path, tmp_path: Path, no_run: None
+    config: Path, fixtures_dir: Path, tmp_path: Path, no_run: None
 ) -> None:
-    report, pub = str(repo_root / SIGNED), str(repo_root / SIGNER)
+    report, pub = str(fixtures_dir / SIGNED), str(fixtures_dir / SIGNER)
     out = ["-o", str(tmp_path / "out"), "--no-sign"]
     fp = signing.fingerprint(signing.load_public_key(Path(pub)))
     res = CliRunner().invoke(main, ["reproduce", report, *out])
@@ -126,8 +126,8 @@ def test_keys_untrust_takes_a_fingerprint_prefix(config: Path, tmp_path: Path) -
     assert json.loads(runner.invoke(main, ["keys", "list"]).stdout) == []
 
 
-def test_a_misspelt_set_is_blamed_and_its_suggestion_runs(repo_root: Path) -> None:
-    recipe = str(repo_root / "recipes" / "cpu-tiny.yaml")
+def test_a_misspelt_set_is_blamed_and_its_suggestion_runs(fixtures_dir: Path) -> None:
+    recipe = str(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     res = CliRunner().invoke(main, ["recipe", "validate", recipe, "--set", "benchh.runs=3"])
     assert res.exit_code == 2
     assert res.stderr == "--set benchh.runs=3: benchh: unknown key (did you mean 'bench'?)\n"
@@ -135,8 +135,8 @@ def test_a_misspelt_set_is_blamed_and_its_suggestion_runs(repo_root: Path) -> No
     assert res.exit_code == 0, res.output
 
 
-def test_a_bad_target_hint_gets_past_the_option(repo_root: Path, tmp_path: Path) -> None:
-    recipe = str(repo_root / "recipes" / "cpu-tiny.yaml")
+def test_a_bad_target_hint_gets_past_the_option(fixtures_dir: Path, tmp_path: Path) -> None:
+    recipe = str(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     args = ["bench", recipe, "-o", str(tmp_path), "--no-sign", "--target"]
     res = CliRunner().invoke(main, [*args, "127.0.0.1:8000"])
     assert lines(res)[1] == (

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from kit import installer
 
@@ -63,11 +62,6 @@ def test_uv_settings_win(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     cert.write_text("x")
     args, env = installer.index_options({"index-url": "https://pip.example", "cert": str(cert)})
     assert args == [] and env == {}
-
-
-def test_pinned_uv_matches_pyproject(repo_root: Path) -> None:
-    deps = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert f"uv=={installer.UV_VERSION}" in deps
 
 
 def test_a_venv_made_for_real(tmp_path: Path) -> None:

@@ -38,13 +38,10 @@ VERDICT_EXIT = {"REPRODUCED": 0, "NOT COMPARABLE": 1, "DIFFERENT": 4, "INCONCLUS
 
 @dataclass(frozen=True)
 class Walk:
-    root: Path  # the checkout
+    fixtures: Path  # tests/fixtures/
     home: Path  # the working directory, KIT_HOME and the config dir below it
     hub: str  # HF_ENDPOINT, where nothing listens
     pins: list[str]  # --set pins of the seed's revisions
-
-    def fixture(self, name: str) -> Path:
-        return self.root / "tests" / "fixtures" / name
 
 
 def refused_url() -> str:
@@ -80,7 +77,7 @@ def stop(*args: Any, **kwargs: Any) -> Any:
 
 @pytest.fixture
 def walk(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_pins: list[str]
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed_pins: list[str]
 ) -> Walk:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "kit-home"))
@@ -92,7 +89,7 @@ def walk(
     # `kit reproduce` stops where a native run would start: building a model is no unit test's
     monkeypatch.setattr(pipeline, "reproduce", stop)
     monkeypatch.setattr(serve, "install_sigterm_handler", lambda: None)  # keep pytest's
-    return Walk(repo_root, tmp_path, hub, seed_pins)
+    return Walk(fixtures_dir, tmp_path, hub, seed_pins)
 
 
 def test_the_newcomer_walk(walk: Walk) -> None:
@@ -108,7 +105,7 @@ def test_the_newcomer_walk(walk: Walk) -> None:
 
 
 def bench_without_a_server(w: Walk) -> None:
-    recipe, out = w.root / "recipes" / "cpu-tiny.yaml", w.home / "reports"
+    recipe, out = w.fixtures / "recipes" / "cpu-tiny.yaml", w.home / "reports"
     error, hint = said(kit(2, "bench", "--target", "notaurl", recipe, "-o", out).stderr)
     assert error.startswith("error: --target notaurl: ")
     assert re.search(r"such as --target http://127\.0\.0\.1:\d+$", hint)
@@ -133,7 +130,7 @@ def bench_without_a_server(w: Walk) -> None:
 
 def lock_without_a_hub(w: Walk) -> None:
     seed = w.home / "seed.yaml"
-    seed.write_bytes((w.root / SEED).read_bytes())
+    seed.write_bytes((w.fixtures / SEED).read_bytes())
     hints = said(kit(2, "preflight", seed, "--rig", "2x24").stderr)
     (lock,) = [h for h in hints if h.startswith("hint: kit lock ")]
     command = shlex.split(lock.removeprefix("hint: ").split(" pins ")[0])
@@ -166,7 +163,7 @@ def preflight_says_what_it_did_not_check(w: Walk) -> None:
 
 
 def a_misspelt_set(w: Walk) -> None:
-    recipe = w.root / "recipes" / "cpu-tiny.yaml"
+    recipe = w.fixtures / "recipes" / "cpu-tiny.yaml"
     res = kit(2, "reproduce", recipe, "--set", "benchh.runs=3", "--no-sign")
     assert said(res.stderr) == [
         "error: --set benchh.runs=3: benchh: unknown key (did you mean 'bench'?)"
@@ -188,7 +185,7 @@ def a_second_key(w: Walk) -> None:
 
 
 def rerun_an_untrusted_report(w: Walk) -> None:
-    report, pub = w.fixture("reports/cpu-tiny-a.signed.json"), w.fixture("reports/signer.pub")
+    report, pub = w.fixtures / "reports/cpu-tiny-a.signed.json", w.fixtures / "reports/signer.pub"
     out = ["-o", w.home / "reruns", "--no-sign"]
     error, hint = said(kit(1, "reproduce", report, *out).stderr)
     found = re.search(r"signed by an untrusted key (sha256:[0-9a-f]{64}); trust it with", error)
@@ -207,7 +204,10 @@ def rerun_an_untrusted_report(w: Walk) -> None:
 
 
 def read_an_untrusted_report(w: Walk) -> None:
-    report, other = w.fixture("reports/cpu-tiny-a.signed.json"), w.fixture("reports/h200x2.json")
+    report, other = (
+        w.fixtures / "reports/cpu-tiny-a.signed.json",
+        w.fixtures / "reports/h200x2.json",
+    )
     _, hint = said(kit(1, "report", "show", report).stderr)
     assert "--allow-untrusted" in hint
     shown = kit(0, "report", "show", report, "--allow-untrusted").stdout
@@ -224,7 +224,7 @@ def read_an_untrusted_report(w: Walk) -> None:
     assert rows and all(line.endswith("  UNTRUSTED (A), UNSIGNED (B)") for line in rows)
     # the results table: refused, then listed apart with --include-unverified, every figure
     # labelled
-    keys = w.fixture("examples/keys")
+    keys = w.fixtures / "examples/keys"
     table = ["report", "table", report, "--keys", keys]
     assert "--include-unverified" in said(kit(1, *table).stderr)[-1]
     md = kit(0, *table, "--include-unverified").stdout
@@ -239,10 +239,10 @@ def cells_of(line: str) -> list[str]:
 
 
 def a_table_of_several_signers(w: Walk) -> None:
-    reports = w.fixture("examples/reports")
+    reports = w.fixtures / "examples/reports"
     two = [reports / "h200x2-tp2.report.json", reports / "h200-tp1-rerun.report.json"]
     # one --key cannot check reports by two signers: refused before anything is printed
-    key = w.fixture("examples/keys/example.pub")
+    key = w.fixtures / "examples/keys/example.pub"
     res = kit(1, "report", "show", "--markdown", "--header", *two, "--key", key)
     assert res.stdout == "" and said(res.stderr)
     res = kit(0, "report", "show", "--markdown", "--header", *two, "--keys", key.parent)
@@ -257,7 +257,7 @@ def pages_beside_their_reports(w: Walk) -> None:
     folder.mkdir()
     names = ["run-a.json", "run-b.report.json"]
     for name in names:
-        shutil.copy(w.fixture("reports/cpu-tiny-a.signed.json"), folder / name)
+        shutil.copy(w.fixtures / "reports/cpu-tiny-a.signed.json", folder / name)
     pages = [
         Path(kit(0, "report", "html", folder / n, "--allow-untrusted").stdout.strip())
         for n in names

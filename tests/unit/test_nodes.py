@@ -30,9 +30,9 @@ from kit.serve import NativeRuntime, RunningServer
 TWO_NODES = ["server.pipeline_parallel_size=2", "server.nodes.count=2"]
 
 
-def test_two_node_recipe_validates_and_hashes_apart(repo_root: Path) -> None:
-    one = load_recipe(repo_root / "recipes/cpu-tiny.yaml").recipe
-    two = load_recipe(repo_root / "recipes/cpu-tiny-2nodes.yaml").recipe
+def test_two_node_recipe_validates_and_hashes_apart(fixtures_dir: Path) -> None:
+    one = load_recipe(fixtures_dir / "recipes/cpu-tiny.yaml").recipe
+    two = load_recipe(fixtures_dir / "recipes/cpu-tiny-2nodes.yaml").recipe
     assert two.server.nodes is not None and two.server.nodes.count == 2
     assert two.server.world_size == 2
     # fields added late stay out of a recipe that leaves them at their default
@@ -60,9 +60,9 @@ def test_two_node_recipe_validates_and_hashes_apart(repo_root: Path) -> None:
         ),
     ],
 )
-def test_bad_nodes_name_the_field(repo_root: Path, overrides: list[str], message: str) -> None:
+def test_bad_nodes_name_the_field(fixtures_dir: Path, overrides: list[str], message: str) -> None:
     with pytest.raises(BadInputError) as err:
-        load_recipe(repo_root / "recipes/cpu-tiny.yaml", overrides)
+        load_recipe(fixtures_dir / "recipes/cpu-tiny.yaml", overrides)
     assert message in str(err.value)
 
 
@@ -116,9 +116,9 @@ def test_read_transport(tmp_path: Path) -> None:
     assert read_transport(tmp_path / "missing.log") is None
 
 
-def test_native_runtime_plans_nodes_here_and_elsewhere(tmp_path: Path, repo_root: Path) -> None:
+def test_native_runtime_plans_nodes_here_and_elsewhere(tmp_path: Path, fixtures_dir: Path) -> None:
     recipe = load_recipe(
-        repo_root / "recipes/cpu-tiny-2nodes.yaml",
+        fixtures_dir / "recipes/cpu-tiny-2nodes.yaml",
         ["server.nodes.addresses=[127.0.0.1, 192.0.2.77]", "server.nodes.master_port=29599"],
     ).recipe
     env = EngineEnv.model_construct(python="/engine/bin/python", pythonpath=None)
@@ -141,13 +141,13 @@ def test_native_runtime_plans_nodes_here_and_elsewhere(tmp_path: Path, repo_root
     assert infos[1].address == "192.0.2.77" and infos[1].log_file is None
 
 
-def test_run_node_refuses_a_rank_the_recipe_has_not(repo_root: Path, tmp_path: Path) -> None:
+def test_run_node_refuses_a_rank_the_recipe_has_not(fixtures_dir: Path, tmp_path: Path) -> None:
     res = CliRunner().invoke(
-        main, ["serve", str(repo_root / "recipes/cpu-tiny-2nodes.yaml"), "--node-rank", "0"]
+        main, ["serve", str(fixtures_dir / "recipes/cpu-tiny-2nodes.yaml"), "--node-rank", "0"]
     )
     assert res.exit_code == 2
     assert "Invalid value for '--node-rank': 0 is not in the range x>=1." in res.output
-    recipe = load_recipe(repo_root / "recipes/cpu-tiny-2nodes.yaml").recipe
+    recipe = load_recipe(fixtures_dir / "recipes/cpu-tiny-2nodes.yaml").recipe
     env = EngineEnv.model_construct(python="/engine/bin/python", pythonpath=None)
     runtime = NativeRuntime(env)  # type: ignore[arg-type]
     with pytest.raises(EnvironmentProblem) as err:

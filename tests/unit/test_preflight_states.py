@@ -73,9 +73,9 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hub]:
 
 
 def test_the_seed_offline_says_what_it_did_not_check(
-    repo_root: Path, seed_pins: list[str], nothing_known: None
+    fixtures_dir: Path, seed_pins: list[str], nothing_known: None
 ) -> None:
-    seed = repo_root / SEED
+    seed = fixtures_dir / SEED
     res = kit_preflight(str(seed), *sets(seed_pins), *RIG)
     assert res.exit_code == 0, res.output  # items not checked fail nothing
     assert res.stderr == ""
@@ -115,8 +115,10 @@ def test_the_seed_offline_says_what_it_did_not_check(
     ]
 
 
-def test_unpinned_the_hints_name_kit_lock_one_a_line(repo_root: Path, nothing_known: None) -> None:
-    seed = repo_root / SEED
+def test_unpinned_the_hints_name_kit_lock_one_a_line(
+    fixtures_dir: Path, nothing_known: None
+) -> None:
+    seed = fixtures_dir / SEED
     lock = (
         f"kit lock {display_path(seed)} pins the hub revisions the recipe leaves open (or kit "
         f"reproduce {display_path(seed)} --resolve; make: ARGS=--resolve)"
@@ -144,9 +146,9 @@ def test_unpinned_the_hints_name_kit_lock_one_a_line(repo_root: Path, nothing_kn
 
 
 def test_the_lock_hint_runs_and_then_every_item_is_checked(
-    repo_root: Path, tmp_path: Path, hub: Hub
+    fixtures_dir: Path, tmp_path: Path, hub: Hub
 ) -> None:
-    text = (repo_root / SEED).read_text()
+    text = (fixtures_dir / SEED).read_text()
     text = text.replace("repo_id: Qwen/Qwen3.8-27B\n", "repo_id: kit-test/big\n")
     text = text.replace("repo_id: incoai/Qwen3.8-27B-DFlash2\n", "repo_id: kit-test/big-draft\n")
     recipe = tmp_path / "seed.yaml"
@@ -166,11 +168,11 @@ def test_the_lock_hint_runs_and_then_every_item_is_checked(
 
 
 def test_a_recipe_checked_in_full_ends_with_its_last_item(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "kit"))
     monkeypatch.delenv("KIT_ENGINE_PYTHON", raising=False)
-    res = kit_preflight(str(repo_root / "recipes" / "cpu-tiny.yaml"))
+    res = kit_preflight(str(fixtures_dir / "recipes" / "cpu-tiny.yaml"))
     assert res.exit_code == 0, res.output  # this machine runs cpu-tiny
     lines = res.stdout.splitlines()
     assert [line.split()[1] for line in lines] == [
@@ -180,10 +182,12 @@ def test_a_recipe_checked_in_full_ends_with_its_last_item(
 
 
 def test_a_cpu_recipe_of_a_hub_model_offline_does_not_size_memory_or_disk(
-    repo_root: Path, tmp_path: Path, nothing_known: None
+    fixtures_dir: Path, tmp_path: Path, nothing_known: None
 ) -> None:
     recipe = tmp_path / "hub-tiny.yaml"
-    (tmp_path / "cpu-tiny.yaml").write_text((repo_root / "recipes" / "cpu-tiny.yaml").read_text())
+    (tmp_path / "cpu-tiny.yaml").write_text(
+        (fixtures_dir / "recipes" / "cpu-tiny.yaml").read_text()
+    )
     recipe.write_text(
         "extends: cpu-tiny.yaml\nname: hub-tiny\n"
         f"model: {{source: hub, repo_id: kit-test/tiny, revision: '{'c' * 40}'}}\n"
@@ -210,7 +214,7 @@ def counted(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int
 
 
 def test_kit_preflight_runs_each_check_once_on_a_shape_derived_once(
-    repo_root: Path,
+    fixtures_dir: Path,
     cached_models: Path,
     seed_pins: list[str],
     offline: None,
@@ -227,12 +231,12 @@ def test_kit_preflight_runs_each_check_once_on_a_shape_derived_once(
     ]
     calls = {name: counted(monkeypatch, kit.preflight, name) for name in names}
     configs = counted(monkeypatch, kit.preflight.hub, "config")
-    res = kit_preflight(str(repo_root / SEED), *sets(seed_pins), *RIG)
+    res = kit_preflight(str(fixtures_dir / SEED), *sets(seed_pins), *RIG)
     assert res.exit_code == 0, res.output
     assert {name: len(c) for name, c in calls.items()} == dict.fromkeys(names, 1)
     assert len(configs) == 2  # the model's config.json and the draft's, read once each
     # and with a problem (the table, then the error): still once
-    res = kit_preflight(str(repo_root / SEED), *sets(seed_pins), "--rig", "2x8")
+    res = kit_preflight(str(fixtures_dir / SEED), *sets(seed_pins), "--rig", "2x8")
     assert res.exit_code == 3, res.output
     assert {name: len(c) for name, c in calls.items()} == dict.fromkeys(names, 2)
 
@@ -247,13 +251,13 @@ class Records(logging.Handler):
 
 
 def test_the_reproduce_preflight_says_what_it_did_not_check(
-    repo_root: Path, seed_pins: list[str], nothing_known: None
+    fixtures_dir: Path, seed_pins: list[str], nothing_known: None
 ) -> None:
     records = Records()
     logger = logging.getLogger("kit.preflight")
     logger.addHandler(records)
     try:
-        items = preflight(load_recipe(repo_root / SEED, seed_pins), rig=assumed_rig("2x24"))
+        items = preflight(load_recipe(fixtures_dir / SEED, seed_pins), rig=assumed_rig("2x24"))
     finally:
         logger.removeHandler(records)
     assert [c.name for c in items if c.state == "not checked"] == [

@@ -26,8 +26,8 @@ def manifest() -> QuantManifest:
     )
 
 
-def test_where_autoround_ran_from_a_recorded_cpuinfo(repo_root: Path) -> None:
-    text = (repo_root / "tests/fixtures/cpuinfo/intel-sapphirerapids-amx.txt").read_text()
+def test_where_autoround_ran_from_a_recorded_cpuinfo(fixtures_dir: Path) -> None:
+    text = (fixtures_dir / "cpuinfo/intel-sapphirerapids-amx.txt").read_text()
     host = quant_host(text, 2, None)
     assert host.cpu is not None and "Xeon" in host.cpu
     assert host.isa is not None and {"avx512f", "avx512_bf16", "amx_bf16"} <= set(host.isa)

@@ -28,21 +28,21 @@ def test_arguments_for_autoround() -> None:
     assert placement_kwargs(two, "cpu")["device_map"] == "cpu"
 
 
-def test_the_seed_tunes_for_a_24_gb_card(repo_root: Path) -> None:
-    q = load_recipe(repo_root / SEED).recipe.quantization
+def test_the_seed_tunes_for_a_24_gb_card(fixtures_dir: Path) -> None:
+    q = load_recipe(fixtures_dir / SEED).recipe.quantization
     assert isinstance(q, AutoRoundQuantization) and q.placement is not None
     assert q.placement.device_map == 0 and q.placement.low_gpu_mem_usage
 
 
 @pytest.mark.parametrize("value", ["[]", "[0, 0]", "-1", "gpu"])
-def test_bad_device_maps(repo_root: Path, value: str) -> None:
+def test_bad_device_maps(fixtures_dir: Path, value: str) -> None:
     with pytest.raises(BadInputError, match=r"quantization\.placement\.device_map"):
-        load_recipe(repo_root / SEED, [f"quantization.placement.device_map={value}"])
+        load_recipe(fixtures_dir / SEED, [f"quantization.placement.device_map={value}"])
 
 
-def test_placement_is_not_identity(repo_root: Path) -> None:
-    plain = load_recipe(repo_root / SEED, ["quantization.placement=null"]).recipe
-    placed = load_recipe(repo_root / SEED, ["quantization.placement.device_map=[0, 1]"]).recipe
+def test_placement_is_not_identity(fixtures_dir: Path) -> None:
+    plain = load_recipe(fixtures_dir / SEED, ["quantization.placement=null"]).recipe
+    placed = load_recipe(fixtures_dir / SEED, ["quantization.placement.device_map=[0, 1]"]).recipe
     assert "placement" not in plain.to_json_dict()["quantization"]
     assert placed.to_json_dict()["quantization"]["placement"]["device_map"] == [0, 1]
     model = ModelManifest.model_construct(identity="x" * 64)  # the key reads its identity only

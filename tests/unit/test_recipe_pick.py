@@ -37,18 +37,18 @@ def cards(n: int, gib: float, name: str = "NVIDIA GeForce RTX 3090") -> list[Car
         ([], "cpu-tiny.yaml"),
     ],
 )
-def test_the_recipe_for_each_rig(repo_root: Path, rig: list[Card], expected: str) -> None:
-    chosen = pick(repo_root / "recipes", rig, None if rig else "no NVML")
-    assert chosen.path == repo_root / "recipes" / expected
+def test_the_recipe_for_each_rig(fixtures_dir: Path, rig: list[Card], expected: str) -> None:
+    chosen = pick(fixtures_dir / "recipes", rig, None if rig else "no NVML")
+    assert chosen.path == fixtures_dir / "recipes" / expected
 
 
-def test_no_recipe_for_the_rig_lists_every_recipe_and_its_needs(repo_root: Path) -> None:
+def test_no_recipe_for_the_rig_lists_every_recipe_and_its_needs(fixtures_dir: Path) -> None:
     with pytest.raises(EnvironmentProblem) as err:
-        pick(repo_root / "recipes", cards(1, 16.0, "NVIDIA RTX A4000"))
+        pick(fixtures_dir / "recipes", cards(1, 16.0, "NVIDIA RTX A4000"))
     lines = err.value.message.splitlines()
     assert lines[0].endswith("is made for this rig: 1 x NVIDIA RTX A4000 16 GiB")
     listed = {line.split()[0].rsplit("/", 1)[-1]: line for line in lines[1:]}
-    recipes = sorted(p.name for p in (repo_root / "recipes").glob("*.yaml"))
+    recipes = sorted(p.name for p in (fixtures_dir / "recipes").glob("*.yaml"))
     assert sorted(listed) == [r for r in recipes if not r.endswith(".lock.yaml")]
     assert listed[SEED].endswith("2 x >= 24 GiB")
     assert listed[ONE_CARD].endswith("1 x >= 24 GiB")
@@ -57,8 +57,8 @@ def test_no_recipe_for_the_rig_lists_every_recipe_and_its_needs(repo_root: Path)
     assert "make reproduce RECIPE=" in err.value.hint
 
 
-def test_auto_false_is_never_picked(tmp_path: Path, repo_root: Path) -> None:
-    text = (repo_root / "recipes" / ONE_CARD).read_text()
+def test_auto_false_is_never_picked(tmp_path: Path, fixtures_dir: Path) -> None:
+    text = (fixtures_dir / "recipes" / ONE_CARD).read_text()
     (tmp_path / "lent.yaml").write_text(
         text.replace("  memory_gib: 24\n", "  memory_gib: 24\n  auto: false\n")
     )
@@ -66,9 +66,9 @@ def test_auto_false_is_never_picked(tmp_path: Path, repo_root: Path) -> None:
         pick(tmp_path, cards(1, 24.0))
 
 
-def test_a_broken_recipe_does_not_stop_the_pick(tmp_path: Path, repo_root: Path) -> None:
+def test_a_broken_recipe_does_not_stop_the_pick(tmp_path: Path, fixtures_dir: Path) -> None:
     (tmp_path / "a-broken.yaml").write_text("schema_version: 1\nname: [\n")
-    (tmp_path / ONE_CARD).write_text((repo_root / "recipes" / ONE_CARD).read_text())
+    (tmp_path / ONE_CARD).write_text((fixtures_dir / "recipes" / ONE_CARD).read_text())
     (tmp_path / "x.lock.yaml").write_text("not a recipe")
     assert pick(tmp_path, cards(1, 24.0)).path == tmp_path / ONE_CARD
 
@@ -79,25 +79,27 @@ def test_memory_slack_is_three_percent() -> None:
     assert not meets(Rig(gpus=2, memory_gib=24), cards(1, 48.0))
 
 
-def test_rig_is_checked_against_the_recipe(repo_root: Path) -> None:
+def test_rig_is_checked_against_the_recipe(fixtures_dir: Path) -> None:
     with pytest.raises(
         BadInputError, match=r"rig.gpus 1 is fewer than server.tensor_parallel_size 2"
     ):
-        load_recipe(repo_root / "recipes" / SEED, ["rig.gpus=1"])
+        load_recipe(fixtures_dir / "recipes" / SEED, ["rig.gpus=1"])
     with pytest.raises(BadInputError, match="rig: is for GPU recipes"):
-        load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", ["rig.gpus=1", "rig.memory_gib=8"])
+        load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml", ["rig.gpus=1", "rig.memory_gib=8"])
 
 
-def test_a_recipe_without_rig_keeps_its_sha256(repo_root: Path) -> None:
-    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml")
+def test_a_recipe_without_rig_keeps_its_sha256(fixtures_dir: Path) -> None:
+    loaded = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     assert "rig" not in loaded.recipe.to_json_dict()
-    assert load_recipe(repo_root / "recipes" / SEED).recipe.to_json_dict()["rig"] == {
+    assert load_recipe(fixtures_dir / "recipes" / SEED).recipe.to_json_dict()["rig"] == {
         "gpus": 2, "memory_gib": 24.0, "auto": True
     }  # fmt: skip
 
 
-def test_cli_prints_the_path_and_says_why(repo_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(repo_root)
+def test_cli_prints_the_path_and_says_why(
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(fixtures_dir)
     res = CliRunner().invoke(main, ["recipe", "pick", "--rig", "2x24"])
     assert res.exit_code == 0, res.output
     assert res.stdout == f"recipes/{SEED}\n"

@@ -27,22 +27,24 @@ from kit.report.points import compare_points
 from kit.report.schema import Report
 from kit.signing import load_public_key
 
-RUN = Path("tests") / "fixtures" / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
-KEY = Path("tests") / "fixtures" / "examples" / "keys" / "h200-2026-12-02-dflash2.pub"
+RUN = Path("results") / "h200-llama8b-bf16-sweep-2026-12-03"
+KEY = Path("examples") / "keys" / "h200-2026-12-02-dflash2.pub"
 
 
 @pytest.fixture
-def sweep(repo_root: Path) -> Report:
-    report, check = read_report(repo_root / RUN / "report.json", load_public_key(repo_root / KEY))
+def sweep(fixtures_dir: Path) -> Report:
+    report, check = read_report(
+        fixtures_dir / RUN / "report.json", load_public_key(fixtures_dir / KEY)
+    )
     assert check.valid
     return report
 
 
-def imported_recipe(repo_root: Path, sweep: Report, tmp_path: Path) -> Path:
+def imported_recipe(fixtures_dir: Path, sweep: Report, tmp_path: Path) -> Path:
     """vLLM's own results at three of the sweep's points, c8's throughput 10 % higher, as one
     sweep summary imported over the run's own recipe."""
     runs: list[dict[str, Any]] = [
-        json.loads((repo_root / RUN / f"vllm-bench-concurrency-{n}.json").read_text())
+        json.loads((fixtures_dir / RUN / f"vllm-bench-concurrency-{n}.json").read_text())
         for n in (2, 8, 32)
     ]
     runs[1] = {**runs[1], "output_throughput": runs[1]["output_throughput"] * 1.10}
@@ -56,10 +58,10 @@ def imported_recipe(repo_root: Path, sweep: Report, tmp_path: Path) -> Path:
 
 
 def test_reproduce_prints_the_verdict_per_point_and_exits_by_it(
-    repo_root: Path, sweep: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, sweep: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recipe = imported_recipe(repo_root, sweep, tmp_path)
-    where = repo_root / RUN / "report.json"
+    recipe = imported_recipe(fixtures_dir, sweep, tmp_path)
+    where = fixtures_dir / RUN / "report.json"
     monkeypatch.setattr(pipeline, "reproduce", lambda loaded, out_dir, **kwargs: (sweep, where))
     args = ["reproduce", str(recipe), "--no-sign", "-o", str(tmp_path / "reports")]
     res = CliRunner().invoke(main, args)
@@ -86,11 +88,11 @@ def test_reproduce_prints_the_verdict_per_point_and_exits_by_it(
 
 
 def test_a_recipe_without_reference_points_ends_as_before(
-    repo_root: Path, sweep: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, sweep: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recipe = tmp_path / "own.yaml"
     recipe.write_text(yaml.safe_dump(sweep.recipe, sort_keys=False))
-    where = repo_root / RUN / "report.json"
+    where = fixtures_dir / RUN / "report.json"
     monkeypatch.setattr(pipeline, "reproduce", lambda loaded, out_dir, **kwargs: (sweep, where))
     res = CliRunner().invoke(main, ["reproduce", str(recipe), "--no-sign"])
     assert res.exit_code == EXIT_OK, res.output

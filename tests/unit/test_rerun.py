@@ -27,10 +27,10 @@ def keys(tmp_path: Path) -> KeyPair:
 
 
 @pytest.fixture()
-def fixture_report(repo_root: Path) -> Report:
+def fixture_report(fixtures_dir: Path) -> Report:
     """The fixture run, its patch manifest made this checkout's series (the fixture was
     written before the series grew)."""
-    path = repo_root / "tests/fixtures/reports/cpu-tiny-a.json"
+    path = fixtures_dir / "reports/cpu-tiny-a.json"
     report = read_report(path, allow_unsigned=True)[0]
     assert report.patches is not None
     series = series_named(report.patches.series)
@@ -114,11 +114,11 @@ def test_another_patch_series_is_refused_naming_the_patch(
 
 
 def test_options_that_belong_to_the_other_kind_of_argument(
-    signed: Path, repo_root: Path, tmp_path: Path
+    signed: Path, fixtures_dir: Path, tmp_path: Path
 ) -> None:
     code, err = run(str(signed), "--resolve", "-o", str(tmp_path / "o"))
     assert code == 2 and "--resolve is for a recipe" in err
-    recipe = str(repo_root / "recipes" / "cpu-tiny.yaml")
+    recipe = str(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     code, err = run(recipe, "--allow-untrusted", "-o", str(tmp_path / "o"))
     assert code == 2 and "are for kit reproduce REPORT.json" in err
     code, err = run(recipe, "--allow-unsigned", "-o", str(tmp_path / "o"))
@@ -126,7 +126,7 @@ def test_options_that_belong_to_the_other_kind_of_argument(
     assert is_report_file(signed) and not is_report_file(recipe)
 
 
-def test_an_unsigned_report_needs_allow_unsigned(repo_root: Path, tmp_path: Path) -> None:
-    unsigned = repo_root / "tests/fixtures/reports/cpu-tiny-a.json"
+def test_an_unsigned_report_needs_allow_unsigned(fixtures_dir: Path, tmp_path: Path) -> None:
+    unsigned = fixtures_dir / "reports/cpu-tiny-a.json"
     code, err = run(str(unsigned), "-o", str(tmp_path / "o"))
     assert code == 1 and "the report is unsigned" in err and "--allow-unsigned" in err

@@ -29,7 +29,7 @@ from kit.report.files import REPORT_FILE, read_report
 from kit.rerun import Rerun, recipe_of
 from kit.serve import NativeRuntime, RunningServer
 
-FIXTURE = "tests/fixtures/reports/cpu-tiny-a.json"
+FIXTURE = "reports/cpu-tiny-a.json"
 BUG = "RuntimeError: injected into the bench"
 URL = "http://127.0.0.1:9"  # never connected to: the bench fails before its first request
 
@@ -44,8 +44,8 @@ def only_report(root: Path) -> Report:
 
 
 @pytest.fixture()
-def original(repo_root: Path) -> Report:
-    return read_report(repo_root / FIXTURE, allow_unsigned=True)[0]
+def original(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / FIXTURE, allow_unsigned=True)[0]
 
 
 @pytest.fixture()
@@ -100,10 +100,10 @@ def native(monkeypatch: pytest.MonkeyPatch, built: Built, env: EngineEnv) -> Non
 
 
 def test_a_bug_in_the_native_bench_writes_a_partial_report(
-    native: None, repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    native: None, fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(run_mod, "measure", _bug)
-    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml")
+    loaded = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     with pytest.raises(RuntimeError, match="injected into the bench"):
         pipeline.reproduce(loaded, tmp_path)
     report = only_report(tmp_path)
@@ -115,10 +115,10 @@ def test_a_bug_in_the_native_bench_writes_a_partial_report(
 
 
 def test_a_bug_in_bench_target_writes_a_partial_report(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(run_mod, "measure", _bug)
-    recipe = str(repo_root / "recipes" / "cpu-tiny.yaml")
+    recipe = str(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     res = CliRunner().invoke(
         main, ["bench", "--target", URL, recipe, "-o", str(tmp_path), "--no-sign"]
     )
@@ -135,10 +135,14 @@ def test_a_bug_in_bench_target_writes_a_partial_report(
 
 
 def test_a_bug_in_the_compose_sidecars_bench_writes_a_partial_report(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, built: Built, env: EngineEnv
+    fixtures_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    built: Built,
+    env: EngineEnv,
 ) -> None:
     for name, value in {
-        "KIT_RECIPE": str(repo_root / "recipes" / "cpu-tiny.yaml"),
+        "KIT_RECIPE": str(fixtures_dir / "recipes" / "cpu-tiny.yaml"),
         "KIT_SET": "[]",
         "KIT_REPORTS": str(tmp_path),
         "KIT_RUN_ID": "20261201T120000Z-abcdef",
@@ -170,10 +174,10 @@ def test_a_bug_in_the_compose_sidecars_bench_writes_a_partial_report(
 
 
 def test_a_rerun_writes_its_report_once_with_its_verdict(
-    native: None, repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    native: None, fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     original: Report,
 ) -> None:  # fmt: skip
-    shared = repo_root / FIXTURE
+    shared = fixtures_dir / FIXTURE
     rerun = Rerun(original, hashlib.sha256(shared.read_bytes()).hexdigest())
     assert original.bench is not None
     bench = original.bench
@@ -201,10 +205,19 @@ def test_a_rerun_writes_its_report_once_with_its_verdict(
     assert on_disk.status == "complete"
 
 
-def test_a_rerun_in_containers_is_refused_before_any_work(repo_root: Path, tmp_path: Path) -> None:
+def test_a_rerun_in_containers_is_refused_before_any_work(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
     res = CliRunner().invoke(
         main,
-        ["reproduce", str(repo_root / FIXTURE), "--runtime", "compose", "-o", str(tmp_path / "o")],
+        [
+            "reproduce",
+            str(fixtures_dir / FIXTURE),
+            "--runtime",
+            "compose",
+            "-o",
+            str(tmp_path / "o"),
+        ],
     )
     assert res.exit_code == 2, res.output
     assert "error: a re-run of a report runs natively: --runtime compose takes a recipe" in (

@@ -16,8 +16,8 @@ from kit.recipe.protocol import non_canonical_reasons
 from kit.serve import check_port, free_port, server_args, speculative_config
 
 
-def test_server_args_for_cpu_tiny(tmp_path: Path, repo_root: Path) -> None:
-    r = load_recipe(repo_root / "recipes/cpu-tiny.yaml").recipe
+def test_server_args_for_cpu_tiny(tmp_path: Path, fixtures_dir: Path) -> None:
+    r = load_recipe(fixtures_dir / "recipes/cpu-tiny.yaml").recipe
     args = server_args(r, tmp_path / "m", tmp_path / "d", "127.0.0.1", 8123)
     assert args[:2] == ["--model", str(tmp_path / "m")]
     assert "--enforce-eager" in args and "--gpu-memory-utilization" not in args
@@ -26,9 +26,9 @@ def test_server_args_for_cpu_tiny(tmp_path: Path, repo_root: Path) -> None:
     assert args[args.index("--port") + 1] == "8123"
 
 
-def test_ngram_speculative_config(repo_root: Path) -> None:
+def test_ngram_speculative_config(fixtures_dir: Path) -> None:
     r = load_recipe(
-        repo_root / "recipes/cpu-tiny.yaml",
+        fixtures_dir / "recipes/cpu-tiny.yaml",
         [
             "speculative.method=ngram",
             "speculative.draft=null",
@@ -70,30 +70,8 @@ def test_display_path_hides_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert display_path(Path.home() / "elsewhere") == "~/elsewhere"
 
 
-def test_non_canonical_reasons(repo_root: Path) -> None:
-    tiny = load_recipe(repo_root / "recipes/cpu-tiny.yaml").recipe.to_json_dict()
+def test_non_canonical_reasons(fixtures_dir: Path) -> None:
+    tiny = load_recipe(fixtures_dir / "recipes/cpu-tiny.yaml").recipe.to_json_dict()
     reasons = non_canonical_reasons(tiny)
     assert reasons[0].startswith("ignore_eos")
     assert "prompt 'narrative': max_tokens 256 (reference 1000)" in reasons
-
-
-def test_every_shipped_series_is_well_formed(every_series: Path) -> None:
-    from kit.patches import load_series
-
-    series = load_series(every_series)
-    assert f"{series.engine}-{series.version}" == every_series.name
-    for patch in series.patches:
-        assert patch.meta.fingerprints, f"{patch.meta.file}: no fingerprints recorded"
-        assert patch.meta.fixes.strip() and patch.meta.drop_when.strip()
-
-
-def test_recipe_series_matches_engine(repo_root: Path) -> None:
-    from kit.recipe.runnable import series_problems
-
-    for path in sorted((repo_root / "recipes").glob("*.yaml")):
-        server = load_recipe(path).recipe.server
-        assert series_problems(server.engine, server.patches, path.name) == []
-    assert series_problems(Engine(name="vllm", version="0.27.1"), "vllm-0.28.0", "r.yaml") == [
-        "r.yaml: server.patches: series vllm-0.28.0 is for vllm 0.28.0, the recipe's engine is "
-        "vllm 0.27.1"
-    ]

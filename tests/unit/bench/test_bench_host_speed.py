@@ -22,7 +22,7 @@ from kit.report import ServerInfo
 from kit.report.files import read_report
 from kit.report.verify import verify_report
 
-ROOT = Path(__file__).resolve().parents[3]
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 BENCH = Bench(
     warmups=1,
@@ -78,7 +78,7 @@ def test_kit_bench_of_a_loopback_server_records_the_witness(
     paced_server: Callable[[Paced], str], tmp_path: Path
 ) -> None:
     # the real witness process, pinned to all of kit's CPUs (no engine binding to read)
-    args = ["bench", "--target", paced_server(Paced()), str(ROOT / "recipes" / "cpu-tiny.yaml")]
+    args = ["bench", "--target", paced_server(Paced()), str(FIXTURES / "recipes" / "cpu-tiny.yaml")]
     for setting in ("bench.warmups=1", "bench.runs=3", "bench.prefill=null"):
         args += ["--set", setting]
     prompt = "bench.prompts=[{name: narrative, text: hello, max_tokens: 20}]"
@@ -98,7 +98,7 @@ def test_kit_bench_of_a_loopback_server_records_the_witness(
 
 
 def test_the_run_plans_the_witness_by_its_server() -> None:
-    loaded = load_recipe(ROOT / "recipes" / "cpu-tiny.yaml")
+    loaded = load_recipe(FIXTURES / "recipes" / "cpu-tiny.yaml")
     native = ServerInfo(runtime="native", argv=[], env={}, boot_s=None)
     assert witness_plan("http://127.0.0.1:1", loaded, native).cpus == frozenset(
         os.sched_getaffinity(0)
@@ -108,7 +108,7 @@ def test_the_run_plans_the_witness_by_its_server() -> None:
         "host-speed witness not run: the server is not on this host"
     )
     under_load = load_recipe(
-        ROOT / "recipes" / "cpu-tiny.yaml",
+        FIXTURES / "recipes" / "cpu-tiny.yaml",
         ["bench.load={pattern: concurrency, levels: [1], requests: 2}"],
     )
     assert witness_plan("http://127.0.0.1:1", under_load, native) == WitnessPlan(None)

@@ -20,7 +20,7 @@ from pacedserver import RATE, Paced
 
 from kit.cli import main
 
-ROOT = Path(__file__).resolve().parents[3]
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TOKENS = 40
 
 
@@ -30,7 +30,7 @@ def bench(url: str, out: Path) -> dict[str, Any]:
         "bench",
         "--target",
         url,
-        str(ROOT / "recipes" / "cpu-tiny.yaml"),
+        str(FIXTURES / "recipes" / "cpu-tiny.yaml"),
         "--set",
         "bench.warmups=1",
         "--set",

@@ -33,7 +33,7 @@ from kit.errors import BadInputError
 from kit.recipe import Bench, Prompt, load_recipe
 from kit.recipe.traffic import ConcurrencyLoad, FileDataset, RandomDataset, RateLoad, Slo
 
-ROOT = Path(__file__).resolve().parents[3]
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 CPU = "recipes/cpu-tiny.yaml"
 
@@ -62,18 +62,20 @@ CPU = "recipes/cpu-tiny.yaml"
         ),
     ],
 )
-def test_bad_load_sections_name_the_field(repo_root: Path, sets: list[str], message: str) -> None:
+def test_bad_load_sections_name_the_field(
+    fixtures_dir: Path, sets: list[str], message: str
+) -> None:
     with pytest.raises(BadInputError) as err:
-        load_recipe(repo_root / CPU, sets)
+        load_recipe(fixtures_dir / CPU, sets)
     assert message in err.value.message
     assert "bench" in err.value.message
 
 
-def test_a_recipe_without_a_load_pattern_dumps_as_before(repo_root: Path) -> None:
-    plain = load_recipe(repo_root / CPU).recipe
+def test_a_recipe_without_a_load_pattern_dumps_as_before(fixtures_dir: Path) -> None:
+    plain = load_recipe(fixtures_dir / CPU).recipe
     assert not {"load", "dataset", "slo"} & set(plain.to_json_dict()["bench"])
     loaded = load_recipe(
-        repo_root / CPU, ["bench.load={pattern: concurrency, levels: [1, 2], requests: 4}"]
+        fixtures_dir / CPU, ["bench.load={pattern: concurrency, levels: [1, 2], requests: 4}"]
     ).recipe
     assert loaded.to_json_dict()["bench"]["load"]["levels"] == [1, 2]
     assert loaded.sha256() != plain.sha256()
@@ -585,7 +587,7 @@ def test_a_point_warms_up_one_way() -> None:
 def test_later_fields_at_their_default_leave_the_recipe_hash_alone() -> None:
     def recipe(load: str) -> Any:
         sets = [f"bench.load={{pattern: concurrency, levels: [1, 2], requests: 2{load}}}"]
-        return load_recipe(str(ROOT / "recipes" / "cpu-tiny.yaml"), sets).recipe
+        return load_recipe(str(FIXTURES / "recipes" / "cpu-tiny.yaml"), sets).recipe
 
     plain, same, other = recipe(""), recipe(", processes: 1"), recipe(", warmup_per_stream: 1")
     data = plain.to_json_dict()

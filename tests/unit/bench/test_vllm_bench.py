@@ -16,9 +16,9 @@ from kit.vllm_bench import VllmBenchJob, bench_argv, compare, dataset_lines, exp
 
 
 @pytest.fixture
-def recorded(repo_root: Path) -> Path:
+def recorded(fixtures_dir: Path) -> Path:
     """The results of `vllm bench serve` recorded on H200s (its README says how)."""
-    return repo_root / "tests" / "fixtures" / "vllm-bench"
+    return fixtures_dir / "vllm-bench"
 
 
 def kit_summary(name: str, decode: list[float], ttft_ms: list[float]) -> PromptSummary:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from kit.fleet.ray_jobs import unplaceable
 
 def test_cells_are_recipes_times_each_combination_times_rigs() -> None:
     cells = expand(
-        ("recipes/cpu-tiny.yaml",),
+        ("my-recipes/cpu-tiny.yaml",),
         ("bench.prefill=null",),
         ("bench.runs=3", "bench.runs=5", "bench.warmups=1"),
         ("cpu-a", "rig:cpu-b"),
@@ -55,8 +56,8 @@ def test_a_report_travels_through_a_job_log_byte_for_byte() -> None:
     assert report_from_log("no report here\n") == (None, "no report here\n")
 
 
-def test_a_cell_no_node_can_run_fails_at_once() -> None:
-    (cell,) = expand(("recipes/cpu-tiny.yaml",), (), (), ("cpu-x",))
+def test_a_cell_no_node_can_run_fails_at_once(fixtures_dir: Path) -> None:
+    (cell,) = expand((str(fixtures_dir / "recipes" / "cpu-tiny.yaml"),), (), (), ("cpu-x",))
     nodes = [{"CPU": 1.0, "rig:cpu-a": 1.0}, {"CPU": 1.0, "rig:cpu-b": 1.0}]
     assert unplaceable(cell, nodes) == (
         "no node of the cluster offers rig:cpu-x: 1 (rig classes there: rig:cpu-a, rig:cpu-b)"

@@ -17,20 +17,20 @@ Imports = Callable[..., tuple[ImportedRecipe, Recipe]]
 
 
 @pytest.fixture
-def foreign(repo_root: Path) -> Path:
+def foreign(fixtures_dir: Path) -> Path:
     """tests/fixtures/foreign/: vllm/, guidellm/, aiperf/, sglang/, llmperf/, mlperf/."""
-    return repo_root / "tests" / "fixtures" / "foreign"
+    return fixtures_dir / "foreign"
 
 
 @pytest.fixture
-def imports(repo_root: Path, tmp_path: Path) -> Imports:
+def imports(fixtures_dir: Path, tmp_path: Path) -> Imports:
     """``imports(path, base=None)``: the file imported into ``tmp_path/<name>.yaml`` (base:
     recipes/cpu-tiny.yaml), the recipe checked by `kit recipe validate`; the import and the
     recipe as loaded."""
 
     def _imports(path: Path, base: Path | None = None) -> tuple[ImportedRecipe, Recipe]:
         out = tmp_path / f"{path.name}.yaml"
-        done = import_file(path, base=base or repo_root / "recipes" / "cpu-tiny.yaml", out=out)
+        done = import_file(path, base=base or fixtures_dir / "recipes" / "cpu-tiny.yaml", out=out)
         checked = CliRunner().invoke(main, ["recipe", "validate", str(out)])
         assert checked.exit_code == 0, checked.output
         assert checked.stdout.startswith(f"ok: {out} (imported-")

@@ -68,8 +68,8 @@ def test_every_file_imports_into_a_valid_recipe(every_foreign_result: Path, tmp_
     assert "#   - model.revision: the file names no model revision\n" in text
 
 
-def test_stdout_gets_the_complete_recipe(repo_root: Path) -> None:
-    path = repo_root / "tests/fixtures/foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
+def test_stdout_gets_the_complete_recipe(fixtures_dir: Path) -> None:
+    path = fixtures_dir / "foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
     res = CliRunner().invoke(main, ["import", str(path)])
     assert res.exit_code == 0
     data = yaml.safe_load(res.stdout)
@@ -81,10 +81,10 @@ def test_stdout_gets_the_complete_recipe(repo_root: Path) -> None:
     ]
 
 
-def test_extends_a_base_it_can_reach(repo_root: Path, tmp_path: Path) -> None:
+def test_extends_a_base_it_can_reach(fixtures_dir: Path, tmp_path: Path) -> None:
     base = tmp_path / "cpu-tiny.yaml"
-    base.write_text((repo_root / "recipes" / "cpu-tiny.yaml").read_text())
-    path = repo_root / "tests/fixtures/foreign/guidellm/v0.5dev-qwen3-4b-sanity-c4.json"
+    base.write_text((fixtures_dir / "recipes" / "cpu-tiny.yaml").read_text())
+    path = fixtures_dir / "foreign/guidellm/v0.5dev-qwen3-4b-sanity-c4.json"
     done = import_file(path, base=base, out=tmp_path / "imported.yaml")
     data = yaml.safe_load(done.recipe)
     assert data["extends"] == "cpu-tiny.yaml"
@@ -96,23 +96,23 @@ def test_extends_a_base_it_can_reach(repo_root: Path, tmp_path: Path) -> None:
     assert loaded.recipe.server.engine.name == "vllm-cpu"
 
 
-def test_a_base_out_of_reach_is_written_out(repo_root: Path, tmp_path: Path) -> None:
+def test_a_base_out_of_reach_is_written_out(fixtures_dir: Path, tmp_path: Path) -> None:
     """kit.recipe.load's rule: extends reaches the recipe's directory and its repository."""
     base = tmp_path / "cpu-tiny.yaml"
-    base.write_text((repo_root / "recipes" / "cpu-tiny.yaml").read_text())
-    path = repo_root / "tests/fixtures/foreign/guidellm/v0.5dev-qwen3-4b-sanity-c4.json"
+    base.write_text((fixtures_dir / "recipes" / "cpu-tiny.yaml").read_text())
+    path = fixtures_dir / "foreign/guidellm/v0.5dev-qwen3-4b-sanity-c4.json"
     done = import_file(path, base=base, out=tmp_path / "out" / "imported.yaml")
     data = yaml.safe_load(done.recipe)
     assert "extends" not in data and data["server"]["engine"]["name"] == "vllm-cpu"
     assert "#   - complete (the base recipe's values written out)\n" in done.recipe
 
 
-def test_a_base_with_its_own_reference_is_written_out(repo_root: Path, tmp_path: Path) -> None:
+def test_a_base_with_its_own_reference_is_written_out(fixtures_dir: Path, tmp_path: Path) -> None:
     base = tmp_path / "musgrave.yaml"
     base.write_text(
-        (repo_root / "recipes" / "musgrave-llama3.1-8b-1xa100-concurrency.yaml").read_text()
+        (fixtures_dir / "recipes" / "musgrave-llama3.1-8b-1xa100-concurrency.yaml").read_text()
     )
-    path = repo_root / "tests/fixtures/foreign/sglang/bench-serving-qwen2.5-3b-agg-c8.jsonl"
+    path = fixtures_dir / "foreign/sglang/bench-serving-qwen2.5-3b-agg-c8.jsonl"
     out = tmp_path / "imported.yaml"
     done = import_file(path, base=base, out=out)
     data = yaml.safe_load(done.recipe)
@@ -136,8 +136,8 @@ def test_unknown_file_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in res.output
 
 
-def test_truncated_json_exits_2(repo_root: Path, tmp_path: Path) -> None:
-    src = repo_root / "tests/fixtures/foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
+def test_truncated_json_exits_2(fixtures_dir: Path, tmp_path: Path) -> None:
+    src = fixtures_dir / "foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
     path = tmp_path / "cut.json"
     path.write_bytes(src.read_bytes()[:300])
     res = CliRunner().invoke(main, ["import", str(path), "-o", str(tmp_path / "r.yaml")])
@@ -154,7 +154,7 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
     assert res.stderr == f"error: {tmp_path / 'nope.json'}: no such file\n"
 
 
-def test_a_reader_crash_is_bad_input_not_a_traceback(repo_root: Path, tmp_path: Path) -> None:
+def test_a_reader_crash_is_bad_input_not_a_traceback(fixtures_dir: Path, tmp_path: Path) -> None:
     # a guidellm report whose benchmarks hold a string where an object belongs
     path = tmp_path / "benchmarks.json"
     path.write_text(
@@ -169,16 +169,16 @@ def test_a_reader_crash_is_bad_input_not_a_traceback(repo_root: Path, tmp_path: 
     assert "Traceback" not in res.output
 
 
-def test_missing_base_exits_2(repo_root: Path, tmp_path: Path) -> None:
-    path = repo_root / "tests/fixtures/foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
+def test_missing_base_exits_2(fixtures_dir: Path, tmp_path: Path) -> None:
+    path = fixtures_dir / "foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
     base = tmp_path / "nope.yaml"
     res = CliRunner().invoke(main, ["import", str(path), "--base", str(base)])
     assert res.exit_code == 2
     assert res.stderr == f"error: {base}: no such base recipe\nhint: name one with --base\n"
 
 
-def test_open_pins_follow_what_the_reader_read(repo_root: Path) -> None:
-    path = repo_root / "tests/fixtures/foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
+def test_open_pins_follow_what_the_reader_read(fixtures_dir: Path) -> None:
+    path = fixtures_dir / "foreign/vllm/bench-serve-v0.25.1-opt125m-c2-cpu.json"
     imp = read_file(path)
     assert imp.open_pins == open_pins(imp)  # derived once, after reading
     assert [p.field for p in imp.open_pins] == [

@@ -171,9 +171,9 @@ def test_all_failed_exits_2_and_writes_nothing(foreign: Path, tmp_path: Path) ->
         read_file(path)
 
 
-def test_kit_own_vllm_bench_result_reads(repo_root: Path) -> None:
+def test_kit_own_vllm_bench_result_reads(fixtures_dir: Path) -> None:
     """vLLM 0.26 with --save-detailed, as kit/vllm_bench/ saved it on an H200."""
-    path = repo_root / "tests" / "fixtures" / "vllm-bench" / "h200-tp1-code.json"
+    path = fixtures_dir / "vllm-bench" / "h200-tp1-code.json"
     imp = read_file(path)
     (point,) = imp.points
     assert point.label == "concurrency-1"

@@ -145,12 +145,12 @@ def test_v1_tensors_are_those_of_the_v1_draft_of_the_same_seed(
 # cache keys
 
 
-def test_v1_cache_keys_are_unchanged(repo_root: Path) -> None:
+def test_v1_cache_keys_are_unchanged(fixtures_dir: Path) -> None:
     # committed reports name the H200 Llama-shaped target's directory (experiments/results/
     # h200-llama8b-bf16-sweep-2026-12-02*/vllm-bench-*.json, tokenizer_id); the cpu-tiny target
     # and its draft are the keys kit gave them before DFlash2 existed
     def recipe(name: str) -> Any:
-        return load_recipe(repo_root / "recipes" / f"{name}.yaml").recipe
+        return load_recipe(fixtures_dir / "recipes" / f"{name}.yaml").recipe
 
     llama = recipe("h200-synthetic-llama8b-bf16-concurrency")
     assert spec_key(target_spec(llama.model)) == "be54685a05be2842"

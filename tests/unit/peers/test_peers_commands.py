@@ -25,8 +25,8 @@ from kit.recipe.patterns import Pacing
 URL = "http://127.0.0.1:8123/"
 
 
-def bench_of(repo_root: Path, *sets: str) -> Bench:
-    return load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", list(sets)).recipe.bench
+def bench_of(fixtures_dir: Path, *sets: str) -> Bench:
+    return load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml", list(sets)).recipe.bench
 
 
 def job_of(bench: Bench, tmp_path: Path) -> PeerJob:
@@ -60,8 +60,8 @@ def value(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
-def test_guidellm_scenario_for_a_concurrency_point(repo_root: Path, tmp_path: Path) -> None:
-    job = job_of(bench_of(repo_root, "bench.ignore_eos=false"), tmp_path)
+def test_guidellm_scenario_for_a_concurrency_point(fixtures_dir: Path, tmp_path: Path) -> None:
+    job = job_of(bench_of(fixtures_dir, "bench.ignore_eos=false"), tmp_path)
     point = concurrency_point(warmups=2)
     inv = GuideLLM().prepare(point, job, tmp_path / "g")
     assert inv.argv[:4] == ["-m", "guidellm", "run", "--scenario"]
@@ -103,8 +103,8 @@ def test_guidellm_scenario_for_a_concurrency_point(repo_root: Path, tmp_path: Pa
     ]
 
 
-def test_guidellm_profile_for_rate_points(repo_root: Path, tmp_path: Path) -> None:
-    job = job_of(bench_of(repo_root), tmp_path)
+def test_guidellm_profile_for_rate_points(fixtures_dir: Path, tmp_path: Path) -> None:
+    job = job_of(bench_of(fixtures_dir), tmp_path)
     for arrival in ("poisson", "constant"):
         inv = GuideLLM().prepare(rate_point(arrival), job, tmp_path / arrival)
         spec = json.loads(Path(inv.argv[4]).read_text())["spec"]
@@ -112,8 +112,8 @@ def test_guidellm_profile_for_rate_points(repo_root: Path, tmp_path: Path) -> No
         assert spec["backend"]["extras"]["body"]["ignore_eos"] is True  # cpu-tiny sets it
 
 
-def test_aiperf_command_for_a_concurrency_point(repo_root: Path, tmp_path: Path) -> None:
-    job = job_of(bench_of(repo_root, "bench.sampling.seed=7"), tmp_path)
+def test_aiperf_command_for_a_concurrency_point(fixtures_dir: Path, tmp_path: Path) -> None:
+    job = job_of(bench_of(fixtures_dir, "bench.sampling.seed=7"), tmp_path)
     inv = AIPerf().prepare(concurrency_point(), job, tmp_path / "a")
     argv = inv.argv
     assert argv[:3] == ["-m", "aiperf", "profile"]
@@ -143,8 +143,8 @@ def test_aiperf_command_for_a_concurrency_point(repo_root: Path, tmp_path: Path)
     assert all(str(r["text"]).startswith("[aiperf-concurrency-2-") for r in rows)
 
 
-def test_aiperf_command_for_a_rate_point(repo_root: Path, tmp_path: Path) -> None:
-    job = job_of(bench_of(repo_root), tmp_path)
+def test_aiperf_command_for_a_rate_point(fixtures_dir: Path, tmp_path: Path) -> None:
+    job = job_of(bench_of(fixtures_dir), tmp_path)
     argv = AIPerf().prepare(rate_point("constant"), job, tmp_path / "a").argv
     assert value(argv, "--request-rate") == "1.5"
     assert value(argv, "--arrival-pattern") == "constant"
@@ -152,9 +152,9 @@ def test_aiperf_command_for_a_rate_point(repo_root: Path, tmp_path: Path) -> Non
     assert "--warmup-request-count" not in argv
 
 
-def test_vllm_bench_commands(repo_root: Path, tmp_path: Path) -> None:
+def test_vllm_bench_commands(fixtures_dir: Path, tmp_path: Path) -> None:
     load = "bench.load={pattern: concurrency, levels: [2], requests: 3, warmup_requests: 1}"
-    job = job_of(bench_of(repo_root, load), tmp_path)
+    job = job_of(bench_of(fixtures_dir, load), tmp_path)
     peer = VllmBenchPeer()
     inv = peer.prepare(concurrency_point(), job, tmp_path / "v")
     argv = inv.argv
@@ -181,15 +181,15 @@ def test_vllm_bench_commands(repo_root: Path, tmp_path: Path) -> None:
     ]
     # a prompt of the sequential protocol: as bench.vllm_bench sends it, unsalted
     prompt = TrafficPoint("narrative", (Request("Write.", 64),) * 3, 1, Pacing(concurrency=1))
-    argv = peer.prepare(prompt, job_of(bench_of(repo_root), tmp_path), tmp_path / "v").argv
+    argv = peer.prepare(prompt, job_of(bench_of(fixtures_dir), tmp_path), tmp_path / "v").argv
     assert value(argv, "--custom-output-len") == "64"
     assert value(argv, "--max-concurrency") == "1" and value(argv, "--num-prompts") == "2"
     rows = jsonl(Path(value(argv, "--dataset-path")))
     assert rows == [{"prompt": "Write.", "output_tokens": 64}] * 2
 
 
-def test_kits_prompts_become_points(repo_root: Path) -> None:
-    bench = bench_of(repo_root)
+def test_kits_prompts_become_points(fixtures_dir: Path) -> None:
+    bench = bench_of(fixtures_dir)
     result = build_bench(bench, random.Random(0))
     points = traffic(bench, result, None)
     assert [p.label for p in points] == ["narrative", "code"]
@@ -208,9 +208,9 @@ def test_kits_prompts_become_points(repo_root: Path) -> None:
     )
 
 
-def test_kits_load_points_become_points(repo_root: Path) -> None:
+def test_kits_load_points_become_points(fixtures_dir: Path) -> None:
     load = "{pattern: concurrency, levels: [1, 4], requests: 3, warmup_per_stream: 1}"
-    bench = bench_of(repo_root, f"bench.load={load}")
+    bench = bench_of(fixtures_dir, f"bench.load={load}")
     assert bench.load is not None
     planned = [Planned(f"p{i}", 10 + i) for i in range(5)]
 
@@ -236,20 +236,20 @@ def test_kits_load_points_become_points(repo_root: Path) -> None:
     assert len({r.text.split("] ")[0] for r in sent}) == 7
 
 
-def test_every_peer_is_named_once(repo_root: Path) -> None:
+def test_every_peer_is_named_once(fixtures_dir: Path) -> None:
     assert list(PEERS) == ["vllm_bench", "guidellm", "aiperf"]
     assert all(PEERS[name].tool == name for name in PEERS)
     with pytest.raises(Exception, match="names guidellm more than once"):
-        bench_of(repo_root, "bench.peers=[guidellm, aiperf, guidellm]")
+        bench_of(fixtures_dir, "bench.peers=[guidellm, aiperf, guidellm]")
 
 
-def test_a_recipe_without_peers_hashes_as_before(repo_root: Path) -> None:
+def test_a_recipe_without_peers_hashes_as_before(fixtures_dir: Path) -> None:
     """bench.peers is a late field: empty, a recipe's JSON (so its sha256) leaves it out, and
     the committed reports of it keep their recipe_sha256."""
-    path = repo_root / "recipes" / "cpu-tiny.yaml"
+    path = fixtures_dir / "recipes" / "cpu-tiny.yaml"
     plain = load_recipe(path).recipe
     assert "peers" not in plain.to_json_dict()["bench"]
-    fixture = json.loads((repo_root / "tests/fixtures/reports/cpu-tiny-a.json").read_text())
+    fixture = json.loads((fixtures_dir / "reports/cpu-tiny-a.json").read_text())
     report = json.loads(base64.b64decode(fixture["payload"]))
     assert "peers" not in report["recipe"]["bench"]
     assert shown_recipe_sha256(plain) == report["recipe_sha256"]

@@ -28,7 +28,8 @@ from kit.report import Report
 from kit.report.assemble import Measurement, Setup
 from kit.report.show import peer_lines, show_table, side_by_side_rows
 
-FOREIGN = Path(__file__).parents[2] / "fixtures" / "foreign"
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+FOREIGN = FIXTURES / "foreign"
 VLLM = FOREIGN / "vllm" / "bench-serve-v0.25.1-opt125m-c2-cpu.json"
 GUIDELLM = FOREIGN / "guidellm" / "v0.8dev-schema-v2-mockserver-llmd-fixture.json"
 AIPERF = FOREIGN / "aiperf" / "v0.10-qwen3.6-nvfp4-rtx5090-agent-c2_profile_export_aiperf.json"
@@ -112,7 +113,7 @@ def test_guidellm_and_aiperf_results_against_kit() -> None:
 
 
 def job_in(tmp_path: Path) -> PeerJob:
-    bench = load_recipe(Path(__file__).parents[3] / "recipes" / "cpu-tiny.yaml").recipe.bench
+    bench = load_recipe(FIXTURES / "recipes" / "cpu-tiny.yaml").recipe.bench
     return PeerJob(
         url="http://127.0.0.1:9",
         model="kit-model",
@@ -227,14 +228,14 @@ def peers_block(kit: LoadPoint, job: PeerJob) -> Peers:
     )
 
 
-def test_the_side_by_side_table(repo_root: Path, tmp_path: Path) -> None:
+def test_the_side_by_side_table(fixtures_dir: Path, tmp_path: Path) -> None:
     kit = kit_point(11.0, 50.0, 52.0)
     peers = peers_block(kit, job_in(tmp_path))
-    report = build_report(repo_root).model_copy(update={"peers": peers})
+    report = build_report(fixtures_dir).model_copy(update={"peers": peers})
     # the block survives the report's JSON as it is
     again = Report.model_validate(json.loads(report.model_dump_json()))
     assert again.peers == peers
-    assert "peers" not in json.loads(build_report(repo_root).model_dump_json())
+    assert "peers" not in json.loads(build_report(fixtures_dir).model_dump_json())
     rows = side_by_side_rows(report)
     assert [(r.point, r.tool) for r in rows] == [
         ("concurrency-2", "kit"),
@@ -273,16 +274,16 @@ def test_the_side_by_side_table(repo_root: Path, tmp_path: Path) -> None:
     # kit report show prints it within the summary
     shown = show_table(report)
     assert "\n".join(lines) in shown
-    assert peer_lines(build_report(repo_root)) == []
+    assert peer_lines(build_report(fixtures_dir)) == []
 
 
-def test_no_peers_beside_a_server_kit_was_given(repo_root: Path, tmp_path: Path) -> None:
+def test_no_peers_beside_a_server_kit_was_given(fixtures_dir: Path, tmp_path: Path) -> None:
     """`kit bench --target`: no model kit built, so no tokenizer and no engine for the peers;
     the report says they did not run, and nothing fails."""
     loaded = load_recipe(
-        repo_root / "recipes" / "cpu-tiny.yaml", ["bench.peers=[guidellm, aiperf]"]
+        fixtures_dir / "recipes" / "cpu-tiny.yaml", ["bench.peers=[guidellm, aiperf]"]
     )
-    report = build_report(repo_root)
+    report = build_report(fixtures_dir)
     assert report.bench is not None
     measured = Measurement(result=report.bench)
     extras = after_bench(loaded, Setup(), "http://127.0.0.1:9", measured, None, tmp_path)

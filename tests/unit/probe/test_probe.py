@@ -57,9 +57,9 @@ needs_no_gpu = pytest.mark.skipif(_nvml_works(), reason="this machine has a work
 
 
 @pytest.fixture
-def recorded(repo_root: Path) -> Path:
+def recorded(fixtures_dir: Path) -> Path:
     """tests/fixtures/probe: an anonymized dump and sampling from two H200s."""
-    return repo_root / "tests/fixtures/probe"
+    return fixtures_dir / "probe"
 
 
 @pytest.fixture

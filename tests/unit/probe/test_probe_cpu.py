@@ -87,19 +87,19 @@ EXPECTED: dict[str, tuple[str, str, list[str], str, str]] = {
 
 
 @pytest.fixture
-def cpuinfo(repo_root: Path) -> Callable[[str], str]:
+def cpuinfo(fixtures_dir: Path) -> Callable[[str], str]:
     """``cpuinfo(name)``: the text of a recorded /proc/cpuinfo under tests/fixtures/cpuinfo."""
 
     def read(name: str) -> str:
-        return (repo_root / "tests/fixtures/cpuinfo" / name).read_text()
+        return (fixtures_dir / "cpuinfo" / name).read_text()
 
     return read
 
 
 @pytest.fixture
-def dump(repo_root: Path) -> dict[str, Any]:
+def dump(fixtures_dir: Path) -> dict[str, Any]:
     """The recorded H200 dump (written before kit kept the CPU's vendor and ISA)."""
-    path = repo_root / "tests/fixtures/probe/h200x2-nvml-dump.json"
+    path = fixtures_dir / "probe/h200x2-nvml-dump.json"
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 

@@ -29,9 +29,9 @@ def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def dump(repo_root: Path) -> dict[str, Any]:
+def dump(fixtures_dir: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
-        (repo_root / "tests" / "fixtures" / "probe" / "h200x2-nvml-dump.json").read_text()
+        (fixtures_dir / "probe" / "h200x2-nvml-dump.json").read_text()
     )
     data["host"]["hostname"] = HOST
     return data

@@ -64,10 +64,10 @@ def test_a_server_that_is_not_there_is_a_kit_error() -> None:
 
 
 def test_a_probe_that_fails_is_a_note_not_a_failed_run(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIT_HOME", str(tmp_path))  # no cached reference: the server tokenizes
-    report = build_report(repo_root)
+    report = build_report(fixtures_dir)
     assert report.model is not None and report.bench is not None
     built = Built(
         model_dir=tmp_path,
@@ -77,11 +77,11 @@ def test_a_probe_that_fails_is_a_note_not_a_failed_run(
         served_dir=tmp_path,
         quantization=None,
     )
-    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml")
+    loaded = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     setup = Setup(built=built)
     quality, notes = quality_beside(loaded, setup, _dead_url(), Measurement(result=report.bench))
     assert quality is None
     assert len(notes) == 1 and notes[0].startswith("bench.quality failed: cannot connect to http")
     # off: nothing at all
-    off = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", ["bench.quality=null"])
+    off = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml", ["bench.quality=null"])
     assert quality_beside(off, setup, _dead_url(), Measurement(result=report.bench)) == (None, [])

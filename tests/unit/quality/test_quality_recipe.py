@@ -9,18 +9,10 @@ import pytest
 
 from kit.errors import RecipeError
 from kit.recipe import load_recipe, shown_recipe
-from kit.recipe.quality import Quality
 
 
-def test_on_by_default_and_unsaid_in_the_recipes_hash(every_recipe: Path) -> None:
-    recipe = load_recipe(every_recipe).recipe
-    assert recipe.bench.quality == Quality()
-    # a late field at its default: the recipe hashes as it did before the probe existed
-    assert "quality" not in shown_recipe(recipe)["bench"]
-
-
-def test_set_or_off_is_in_the_hash(repo_root: Path) -> None:
-    path = repo_root / "recipes" / "cpu-tiny.yaml"
+def test_set_or_off_is_in_the_hash(fixtures_dir: Path) -> None:
+    path = fixtures_dir / "recipes" / "cpu-tiny.yaml"
     base = load_recipe(path).recipe.sha256()
     off = load_recipe(path, ["bench.quality=null"]).recipe
     assert off.bench.quality is None and off.sha256() != base
@@ -53,14 +45,14 @@ def test_set_or_off_is_in_the_hash(repo_root: Path) -> None:
         ),
     ],
 )
-def test_bad_settings_are_named(repo_root: Path, override: str, message: str) -> None:
+def test_bad_settings_are_named(fixtures_dir: Path, override: str, message: str) -> None:
     with pytest.raises(RecipeError) as err:
-        load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", [override])
+        load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml", [override])
     assert str(err.value) == message
 
 
-def test_reference_scores_are_pinned_by_sha256(repo_root: Path, tmp_path: Path) -> None:
-    text = (repo_root / "recipes" / "cpu-tiny.yaml").read_text()
+def test_reference_scores_are_pinned_by_sha256(fixtures_dir: Path, tmp_path: Path) -> None:
+    text = (fixtures_dir / "recipes" / "cpu-tiny.yaml").read_text()
     line = text.count("\n") + 5  # the sha256's line, below
     text += (
         "reference:\n  source: x\n  quality:\n    path: r.json\n    sha256: abc\n    source: y\n"

@@ -32,12 +32,12 @@ def _model(weights: int, identity: str = "a" * 64) -> ModelManifest:
     )
 
 
-def _recipe(repo_root: Path, *overrides: str) -> LoadedRecipe:
-    return load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", list(overrides))
+def _recipe(fixtures_dir: Path, *overrides: str) -> LoadedRecipe:
+    return load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml", list(overrides))
 
 
-def test_auto_scores_models_up_to_8_gib_of_weights(repo_root: Path) -> None:
-    loaded = _recipe(repo_root)
+def test_auto_scores_models_up_to_8_gib_of_weights(fixtures_dir: Path) -> None:
+    loaded = _recipe(fixtures_dir)
     job = reference_job(loaded, Path("m"), _model(1 << 20))
     assert isinstance(job, ReferenceJob)
     # the window: bench.quality.max_tokens 2048, cut to server.max_model_len 2048 - 1
@@ -48,17 +48,17 @@ def test_auto_scores_models_up_to_8_gib_of_weights(repo_root: Path) -> None:
         "scores on the CPU (transformers scores it anyway; reference.quality gives scores made "
         "elsewhere)"
     )
-    forced = _recipe(repo_root, "bench.quality.reference=transformers")
+    forced = _recipe(fixtures_dir, "bench.quality.reference=transformers")
     assert isinstance(reference_job(forced, Path("m"), _model(9 << 30)), ReferenceJob)
-    none = _recipe(repo_root, "bench.quality.reference=none")
+    none = _recipe(fixtures_dir, "bench.quality.reference=none")
     assert reference_job(none, Path("m"), _model(1)) == "bench.quality.reference is none"
-    off = _recipe(repo_root, "bench.quality=null")
+    off = _recipe(fixtures_dir, "bench.quality=null")
     assert reference_job(off, Path("m"), _model(1)) == "bench.quality is off"
 
 
-def test_the_cache_key_follows_what_the_scores_depend_on(repo_root: Path) -> None:
+def test_the_cache_key_follows_what_the_scores_depend_on(fixtures_dir: Path) -> None:
     def key(*overrides: str, identity: str = "a" * 64) -> str:
-        job = reference_job(_recipe(repo_root, *overrides), Path("m"), _model(1, identity))
+        job = reference_job(_recipe(fixtures_dir, *overrides), Path("m"), _model(1, identity))
         assert isinstance(job, ReferenceJob)
         return job.key
 
@@ -71,10 +71,10 @@ def test_the_cache_key_follows_what_the_scores_depend_on(repo_root: Path) -> Non
 
 
 def test_without_cached_scores_the_probe_is_told_why(
-    repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIT_HOME", str(tmp_path))
-    reference, why = find_reference(_recipe(repo_root), Path("m"), _model(1))
+    reference, why = find_reference(_recipe(fixtures_dir), Path("m"), _model(1))
     assert reference is None
     assert why is not None and why.startswith("not in kit's cache: the build stage scores it")
 
@@ -93,10 +93,10 @@ def _scores(identity: str | None, text: str | None = None, tokens: int = 4) -> R
     )
 
 
-def _with_file(repo_root: Path, tmp_path: Path, scores: ReferenceScores, pin: str = "") -> Path:
+def _with_file(fixtures_dir: Path, tmp_path: Path, scores: ReferenceScores, pin: str = "") -> Path:
     data = scores.model_dump_json().encode()
     (tmp_path / "ref.json").write_bytes(data)
-    recipe = (repo_root / "recipes" / "cpu-tiny.yaml").read_text()
+    recipe = (fixtures_dir / "recipes" / "cpu-tiny.yaml").read_text()
     recipe += (
         "reference:\n  source: a test\n  quality:\n    path: ref.json\n"
         f"    sha256: {pin or hashlib.sha256(data).hexdigest()}\n"
@@ -107,8 +107,8 @@ def _with_file(repo_root: Path, tmp_path: Path, scores: ReferenceScores, pin: st
     return path
 
 
-def test_a_recipes_reference_file_is_read_and_said_so(repo_root: Path, tmp_path: Path) -> None:
-    path = _with_file(repo_root, tmp_path, _scores("a" * 64))
+def test_a_recipes_reference_file_is_read_and_said_so(fixtures_dir: Path, tmp_path: Path) -> None:
+    path = _with_file(fixtures_dir, tmp_path, _scores("a" * 64))
     reference, why = find_reference(load_recipe(path), tmp_path, _model(1))
     assert why is None and reference is not None
     assert reference.provenance.method == "file"
@@ -150,9 +150,9 @@ def test_a_recipes_reference_file_is_read_and_said_so(repo_root: Path, tmp_path:
     ],
 )
 def test_a_reference_file_that_does_not_fit_is_bad_input(
-    repo_root: Path, tmp_path: Path, scores: ReferenceScores, pin: str, message: str
+    fixtures_dir: Path, tmp_path: Path, scores: ReferenceScores, pin: str, message: str
 ) -> None:
-    path = _with_file(repo_root, tmp_path, scores, pin)
+    path = _with_file(fixtures_dir, tmp_path, scores, pin)
     with pytest.raises(BadInputError) as err:
         build_reference(load_recipe(path), tmp_path, _model(1))
     assert err.value.message.startswith(message), err.value.message

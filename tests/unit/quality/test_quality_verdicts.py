@@ -129,8 +129,8 @@ def with_probe(report: Report, p: QualityProbe | None) -> Report:
 
 
 @pytest.fixture(scope="module")
-def base(repo_root: Path) -> Report:
-    return build_report(repo_root)
+def base(fixtures_dir: Path) -> Report:
+    return build_report(fixtures_dir)
 
 
 def test_a_garbage_probe_makes_the_run_invalid(base: Report) -> None:
@@ -203,7 +203,7 @@ def test_quality_beyond_its_band_is_not_comparable(base: Report) -> None:
 
 
 def test_quality_within_its_band_or_not_alike_is_no_difference(
-    base: Report, repo_root: Path
+    base: Report, fixtures_dir: Path
 ) -> None:
     a = with_probe(base, probe())
     within = with_probe(base, probe(agree=19, ppl_factor=1.01))  # -5 pp, +1 %
@@ -213,5 +213,5 @@ def test_quality_within_its_band_or_not_alike_is_no_difference(
     assert not [d for d in comparability(a, with_probe(base, shifted)) if d.aspect == "quality"]
     assert not [d for d in comparability(a, with_probe(base, None)) if d.aspect == "quality"]
     # the probe's settings are not the protocol: they move no speed figure
-    looser = build_report(repo_root, overrides=("bench.quality.max_perplexity_ratio=3",))
+    looser = build_report(fixtures_dir, overrides=("bench.quality.max_perplexity_ratio=3",))
     assert not [d.aspect for d in comparability(base, looser)]

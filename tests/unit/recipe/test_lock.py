@@ -38,11 +38,11 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Hub:
 
 
 @pytest.fixture
-def recipe(tmp_path: Path, repo_root: Path) -> Path:
+def recipe(tmp_path: Path, fixtures_dir: Path) -> Path:
     path = tmp_path / "recipes" / "hub-tiny.yaml"
     path.parent.mkdir()
     (tmp_path / "recipes" / "cpu-tiny.yaml").write_text(
-        (repo_root / "recipes" / "cpu-tiny.yaml").read_text()
+        (fixtures_dir / "recipes" / "cpu-tiny.yaml").read_text()
     )
     path.write_text(HUB_TINY_RECIPE)
     return path

@@ -20,8 +20,8 @@ from kit.recipe import load_recipe
 
 
 @pytest.fixture
-def tiny(repo_root: Path) -> str:
-    return (repo_root / "recipes/cpu-tiny.yaml").read_text()
+def tiny(fixtures_dir: Path) -> str:
+    return (fixtures_dir / "recipes/cpu-tiny.yaml").read_text()
 
 
 def problems_of(path: Path, overrides: list[str] | None = None) -> list[str]:
@@ -371,8 +371,8 @@ SET_CASES = [
 
 
 @pytest.mark.parametrize(("override", "expected"), SET_CASES)
-def test_set_errors_name_the_override(repo_root: Path, override: str, expected: str) -> None:
-    assert problems_of(repo_root / "recipes/cpu-tiny.yaml", [override]) == [expected]
+def test_set_errors_name_the_override(fixtures_dir: Path, override: str, expected: str) -> None:
+    assert problems_of(fixtures_dir / "recipes/cpu-tiny.yaml", [override]) == [expected]
 
 
 def test_cli_validate_prints_the_place(tmp_path: Path, tiny: str) -> None:
@@ -393,9 +393,9 @@ def test_cli_validate_prints_the_place(tmp_path: Path, tiny: str) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_recipes_fail_only_as_bad_input(
-    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory, repo_root: Path
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory, fixtures_dir: Path
 ) -> None:
-    text = (repo_root / "recipes/cpu-tiny.yaml").read_bytes()
+    text = (fixtures_dir / "recipes/cpu-tiny.yaml").read_bytes()
     pieces = [
         b"&a ",
         b"*a",

@@ -14,8 +14,8 @@ from kit.errors import RecipeError
 from kit.recipe import load_recipe, recipe_sha256
 
 
-def test_extends_and_set(repo_root: Path, write: Callable[[str, str], Path]) -> None:
-    base = write("base.yaml", (repo_root / "recipes/cpu-tiny.yaml").read_text())
+def test_extends_and_set(fixtures_dir: Path, write: Callable[[str, str], Path]) -> None:
+    base = write("base.yaml", (fixtures_dir / "recipes/cpu-tiny.yaml").read_text())
     child = write(
         "child.yaml",
         """
@@ -35,9 +35,9 @@ def test_extends_and_set(repo_root: Path, write: Callable[[str, str], Path]) -> 
 
 
 def test_extends_switching_union_member_replaces_section(
-    repo_root: Path, write: Callable[[str, str], Path]
+    fixtures_dir: Path, write: Callable[[str, str], Path]
 ) -> None:
-    write("base.yaml", (repo_root / "recipes/cpu-tiny.yaml").read_text())
+    write("base.yaml", (fixtures_dir / "recipes/cpu-tiny.yaml").read_text())
     child = write(
         "child.yaml",
         """
@@ -67,15 +67,15 @@ def test_not_yaml_and_missing_file(tmp_path: Path, write: Callable[[str, str], P
     assert exc.value.message == f"{tmp_path / 'nope.yaml'}: file not found"
 
 
-def test_bad_set_syntax(repo_root: Path) -> None:
+def test_bad_set_syntax(fixtures_dir: Path) -> None:
     with pytest.raises(RecipeError) as exc:
-        load_recipe(repo_root / "recipes/cpu-tiny.yaml", ["bench.runs"])
+        load_recipe(fixtures_dir / "recipes/cpu-tiny.yaml", ["bench.runs"])
     assert exc.value.message == "--set bench.runs: expected a.b=value"
 
 
-def test_cli_validate_exit_code_and_lines(repo_root: Path) -> None:
+def test_cli_validate_exit_code_and_lines(fixtures_dir: Path) -> None:
     runner = CliRunner()
-    path = str(repo_root / "recipes/cpu-tiny.yaml")
+    path = str(fixtures_dir / "recipes/cpu-tiny.yaml")
     res = runner.invoke(main, ["recipe", "validate", path, "--set", "bench.runz=3"])
     assert res.exit_code == 2
     assert (
@@ -86,9 +86,10 @@ def test_cli_validate_exit_code_and_lines(repo_root: Path) -> None:
     assert ok.exit_code == 0 and ok.stdout.startswith(f"ok: {path} (cpu-tiny, sha256 ")
 
 
-def test_cli_show_applies_overrides(repo_root: Path) -> None:
+def test_cli_show_applies_overrides(fixtures_dir: Path) -> None:
     res = CliRunner().invoke(
-        main, ["recipe", "show", str(repo_root / "recipes/cpu-tiny.yaml"), "--set", "bench.runs=2"]
+        main,
+        ["recipe", "show", str(fixtures_dir / "recipes/cpu-tiny.yaml"), "--set", "bench.runs=2"],
     )
     assert res.exit_code == 0
     data = json.loads(res.stdout)

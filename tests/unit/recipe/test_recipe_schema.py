@@ -1,4 +1,5 @@
-"""kit.recipe models: the shipped recipes, each model's own checks and how sections combine."""
+"""kit.recipe models: each model's own checks and how sections combine (tests/repo validates
+the shipped recipes)."""
 
 from __future__ import annotations
 
@@ -20,18 +21,12 @@ from kit.recipe import (
 )
 
 
-def test_shipped_recipes_validate(every_recipe: Path) -> None:
-    loaded = load_recipe(every_recipe)
-    assert loaded.recipe.schema_version == 1
-    assert len(loaded.recipe.sha256()) == 64
-
-
 def test_upgrades_reach_the_current_version() -> None:
     assert current_version(UPGRADES) == SCHEMA_VERSION
 
 
-def test_cpu_tiny_shape(repo_root: Path) -> None:
-    r = load_recipe(repo_root / "recipes/cpu-tiny.yaml").recipe
+def test_cpu_tiny_shape(fixtures_dir: Path) -> None:
+    r = load_recipe(fixtures_dir / "recipes/cpu-tiny.yaml").recipe
     assert isinstance(r.model, SyntheticModel)
     assert isinstance(r.quantization, AutoRoundQuantization)
     assert (r.quantization.bits, r.quantization.group_size, r.quantization.sym) == (4, 128, True)
@@ -91,10 +86,10 @@ BAD = [
 
 
 @pytest.mark.parametrize(("overrides", "expected"), BAD)
-def test_bad_recipe_messages(repo_root: Path, overrides: list[str], expected: list[str]) -> None:
+def test_bad_recipe_messages(fixtures_dir: Path, overrides: list[str], expected: list[str]) -> None:
     with pytest.raises(RecipeError) as exc:
-        load_recipe(repo_root / "recipes/cpu-tiny.yaml", overrides)
-    path = repo_root / "recipes/cpu-tiny.yaml"
+        load_recipe(fixtures_dir / "recipes/cpu-tiny.yaml", overrides)
+    path = fixtures_dir / "recipes/cpu-tiny.yaml"
     places = {"set": f"--set {overrides[0]}", "file": str(path)}
     assert exc.value.problems == [e.format(**places) for e in expected]
 

@@ -28,13 +28,15 @@ SA = "speculative.synthetic_acceptance"
 SEED = "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 
 
-def tiny(repo_root: Path, *sets: str) -> Recipe:
-    return load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", [f"{SA}.{s}" for s in sets]).recipe
+def tiny(fixtures_dir: Path, *sets: str) -> Recipe:
+    return load_recipe(
+        fixtures_dir / "recipes" / "cpu-tiny.yaml", [f"{SA}.{s}" for s in sets]
+    ).recipe
 
 
-def problems(repo_root: Path, *sets: str, recipe: str = "cpu-tiny.yaml") -> list[str]:
+def problems(fixtures_dir: Path, *sets: str, recipe: str = "cpu-tiny.yaml") -> list[str]:
     with pytest.raises(RecipeError) as exc:
-        load_recipe(repo_root / "recipes" / recipe, list(sets))
+        load_recipe(fixtures_dir / "recipes" / recipe, list(sets))
     return exc.value.problems
 
 
@@ -109,23 +111,23 @@ def test_the_target_says_what_was_asked_and_what_it_means() -> None:
 # recipes
 
 
-def test_the_seed_at_its_published_acceptance(repo_root: Path) -> None:
-    loaded = load_recipe(repo_root / "recipes" / SEED, [f"{SA}.from=reference"])
+def test_the_seed_at_its_published_acceptance(fixtures_dir: Path) -> None:
+    loaded = load_recipe(fixtures_dir / "recipes" / SEED, [f"{SA}.from=reference"])
     t = target(loaded.recipe.speculative, loaded.recipe.reference)
     assert t is not None and t.form == "reference" and t.profile == "geometric"
     assert math.isclose(t.accepted_per_draft, 50512 / 15088)  # 3.35 of 7 per step
     assert len(t.rates) == 7
 
 
-def test_a_recipe_without_it_hashes_as_before(repo_root: Path) -> None:
-    plain = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml").recipe
+def test_a_recipe_without_it_hashes_as_before(fixtures_dir: Path) -> None:
+    plain = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml").recipe
     assert "synthetic_acceptance" not in plain.to_json_dict()["speculative"]
     assert target(plain.speculative, plain.reference) is None
     assert target_of(plain.to_json_dict()) is None
 
 
-def test_from_round_trips_as_written(repo_root: Path) -> None:
-    recipe = load_recipe(repo_root / "recipes" / SEED, [f"{SA}.from=reference"]).recipe
+def test_from_round_trips_as_written(fixtures_dir: Path) -> None:
+    recipe = load_recipe(fixtures_dir / "recipes" / SEED, [f"{SA}.from=reference"]).recipe
     data = recipe.to_json_dict()
     assert data["speculative"]["synthetic_acceptance"]["from"] == "reference"
     again = Recipe.model_validate(json.loads(json.dumps(data)))
@@ -133,90 +135,90 @@ def test_from_round_trips_as_written(repo_root: Path) -> None:
     assert target_of(data) == target(recipe.speculative, recipe.reference)
 
 
-def test_one_form_only(repo_root: Path) -> None:
+def test_one_form_only(fixtures_dir: Path) -> None:
     both = [f"{SA}.conditional=0.5", f"{SA}.rates=[0.5,0.2,0.1,0.1,0.1,0.1,0.1]"]
-    assert problems(repo_root, *both) == [
+    assert problems(fixtures_dir, *both) == [
         f"--set {both[1]}: {SA}: give exactly one of mean, rates, conditional or from "
         "(got rates and conditional)"
     ]
     none = f"{SA}.profile=step"
-    assert problems(repo_root, none) == [
+    assert problems(fixtures_dir, none) == [
         f"--set {none}: {SA}: give exactly one of mean, rates, conditional or from (got none)"
     ]
 
 
-def test_a_mean_states_its_convention(repo_root: Path) -> None:
+def test_a_mean_states_its_convention(fixtures_dir: Path) -> None:
     mean = f"{SA}.mean=3"
-    assert problems(repo_root, mean) == [
+    assert problems(fixtures_dir, mean) == [
         f"--set {mean}: {SA}: mean needs a convention (accepted_per_draft or acceptance_length)"
     ]
     wrong = f"{SA}.convention=tokens"
-    assert problems(repo_root, mean, wrong)[0].startswith(f"--set {wrong}: {SA}.convention: ")
+    assert problems(fixtures_dir, mean, wrong)[0].startswith(f"--set {wrong}: {SA}.convention: ")
 
 
-def test_a_profile_is_for_a_mean_or_the_reference(repo_root: Path) -> None:
+def test_a_profile_is_for_a_mean_or_the_reference(fixtures_dir: Path) -> None:
     sets = [f"{SA}.conditional=0.5", f"{SA}.profile=step"]
-    assert problems(repo_root, *sets) == [
+    assert problems(fixtures_dir, *sets) == [
         f"--set {sets[1]}: {SA}: profile is only for mean or from, not conditional"
     ]
 
 
-def test_rates_are_probabilities_non_increasing_one_per_draft_token(repo_root: Path) -> None:
+def test_rates_are_probabilities_non_increasing_one_per_draft_token(fixtures_dir: Path) -> None:
     over = f"{SA}.rates=[1.2,0.5,0.4,0.3,0.2,0.1,0]"
-    assert problems(repo_root, over) == [
+    assert problems(fixtures_dir, over) == [
         f"--set {over}: {SA}.rates.0: Input should be less than or equal to 1"
     ]
     rising = f"{SA}.rates=[0.5,0.6,0.4,0.3,0.2,0.1,0]"
-    assert problems(repo_root, rising) == [
+    assert problems(fixtures_dir, rising) == [
         f"--set {rising}: {SA}: rates must be non-increasing (unconditional: position 2 cannot "
         "be accepted more often than position 1): 0.6 after 0.5"
     ]
     short = f"{SA}.rates=[0.5,0.4]"
-    assert problems(repo_root, short) == [
+    assert problems(fixtures_dir, short) == [
         f"--set {short}: {SA}.rates: 2 rates for speculative.num_speculative_tokens 7: give one "
         "per draft token"
     ]
     negative = f"{SA}.conditional=-0.1"
-    assert problems(repo_root, negative) == [
+    assert problems(fixtures_dir, negative) == [
         f"--set {negative}: {SA}.conditional: Input should be greater than or equal to 0"
     ]
 
 
-def test_a_mean_lies_within_its_convention(repo_root: Path) -> None:
+def test_a_mean_lies_within_its_convention(fixtures_dir: Path) -> None:
     per_draft = [f"{SA}.mean=7.5", f"{SA}.convention=accepted_per_draft"]
-    assert problems(repo_root, *per_draft) == [
+    assert problems(fixtures_dir, *per_draft) == [
         f"--set {per_draft[0]}: {SA}.mean: 7.5 is outside 0..7 (accepted_per_draft, 7 draft tokens)"
     ]
     length = [f"{SA}.mean=0.5", f"{SA}.convention=acceptance_length"]
-    assert problems(repo_root, *length) == [
+    assert problems(fixtures_dir, *length) == [
         f"--set {length[0]}: {SA}.mean: 0.5 is outside 1..8 (acceptance_length, 7 draft tokens)"
     ]
-    assert tiny(repo_root, "mean=8", "convention=acceptance_length").speculative
+    assert tiny(fixtures_dir, "mean=8", "convention=acceptance_length").speculative
 
 
-def test_it_needs_speculative_decoding(repo_root: Path) -> None:
+def test_it_needs_speculative_decoding(fixtures_dir: Path) -> None:
     sets = [
         "speculative.method=none",
         "speculative.num_speculative_tokens=0",
         "speculative.draft=null",
         f"{SA}.conditional=0.5",
     ]
-    assert problems(repo_root, *sets) == [
+    assert problems(fixtures_dir, *sets) == [
         f"--set {sets[3]}: {SA}: needs speculative decoding (speculative.method is none)"
     ]
 
 
-def test_from_reference_needs_published_acceptance(repo_root: Path) -> None:
+def test_from_reference_needs_published_acceptance(fixtures_dir: Path) -> None:
     ref = f"{SA}.from=reference"
-    assert problems(repo_root, ref) == [
+    assert problems(fixtures_dir, ref) == [
         f"--set {ref}: {SA}.from: reference, but the recipe's reference has no acceptance "
         "(reference.acceptance)"
     ]
 
 
-def test_extra_cannot_set_it_behind_kits_back(repo_root: Path) -> None:
+def test_extra_cannot_set_it_behind_kits_back(fixtures_dir: Path) -> None:
     sneak = "speculative.extra.rejection_sample_method=synthetic"
-    assert problems(repo_root, sneak) == [
+    assert problems(fixtures_dir, sneak) == [
         f"--set {sneak}: speculative.extra.rejection_sample_method: kit sets it from "
         f"{SA}, which states the acceptance (and the report records it)"
     ]
@@ -232,14 +234,14 @@ def test_target_of_an_embedded_recipe_that_does_not_resolve() -> None:
 # what vLLM is given
 
 
-def test_vllm_is_given_the_resolved_unconditional_rates(repo_root: Path) -> None:
+def test_vllm_is_given_the_resolved_unconditional_rates(fixtures_dir: Path) -> None:
     for sets in (
         ("mean=4.35", "convention=acceptance_length", "profile=step"),
         ("mean=3.35", "convention=accepted_per_draft"),
         ("conditional=0.8",),
         ("rates=[0.9,0.8,0.7,0.6,0.5,0.4,0.3]",),
     ):
-        recipe = tiny(repo_root, *sets)
+        recipe = tiny(fixtures_dir, *sets)
         t = target(recipe.speculative, recipe.reference)
         cfg = speculative_config(recipe, None)
         assert t is not None and cfg is not None
@@ -251,8 +253,8 @@ def test_vllm_is_given_the_resolved_unconditional_rates(repo_root: Path) -> None
     assert spec["synthetic_acceptance_rates"] == [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]
 
 
-def test_a_real_acceptance_run_is_rendered_as_before(repo_root: Path) -> None:
-    cfg = speculative_config(load_recipe(repo_root / "recipes" / "cpu-tiny.yaml").recipe, None)
+def test_a_real_acceptance_run_is_rendered_as_before(fixtures_dir: Path) -> None:
+    cfg = speculative_config(load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml").recipe, None)
     assert cfg == {"method": "dflash", "num_speculative_tokens": 7}
 
 

@@ -18,8 +18,8 @@ from kit.signing import load_public_key
 
 
 @pytest.fixture(scope="module")
-def a(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-a.json", allow_unsigned=True)[0]
+def a(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports/cpu-tiny-a.json", allow_unsigned=True)[0]
 
 
 def with_decode(report: Report, prompt: str, values: list[float], **update: Any) -> Report:
@@ -52,10 +52,10 @@ def message(report: Report, code: str) -> str:
 
 
 def test_new_reports_are_judged_by_rules_3_and_old_ones_keep_theirs(
-    a: Report, repo_root: Path
+    a: Report, fixtures_dir: Path
 ) -> None:
     assert RULES == 3 and verdict(a).rules == 3 and a.validity.rules == 3
-    examples = repo_root / "tests/fixtures/examples"
+    examples = fixtures_dir / "examples"
     path = examples / "reports/h200x2-tp2.report.json"
     old, _ = read_report(path, load_public_key(examples / "keys/example.pub"))
     assert old.validity.rules == 1  # signed before rules 2: absent, read as 1
@@ -132,8 +132,8 @@ def test_tau_and_drift() -> None:
     assert t_critical(3) == 3.182 and t_critical(11) == 2.228 and t_critical(100) == 1.96
 
 
-def test_memory_rising_at_every_window_end_is_named(repo_root: Path) -> None:
-    gpu = read_report(repo_root / "tests/fixtures/reports/h200x2.json", allow_unsigned=True)[0]
+def test_memory_rising_at_every_window_end_is_named(fixtures_dir: Path) -> None:
+    gpu = read_report(fixtures_dir / "reports/h200x2.json", allow_unsigned=True)[0]
     assert gpu.gpu_sampling is not None
     assert "vram-growth" not in [c for c, _ in codes(gpu)]  # the recorded run: steady
     # three measured windows whose ends read more memory each time

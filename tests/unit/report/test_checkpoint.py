@@ -27,13 +27,13 @@ OTHER = "0c4e" * 16  # another model.safetensors
 
 
 @pytest.fixture(scope="module")
-def a(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-a.json", allow_unsigned=True)[0]
+def a(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports/cpu-tiny-a.json", allow_unsigned=True)[0]
 
 
 @pytest.fixture(scope="module")
-def b(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-b.json", allow_unsigned=True)[0]
+def b(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports/cpu-tiny-b.json", allow_unsigned=True)[0]
 
 
 def served(
@@ -196,10 +196,10 @@ def test_show_prints_the_checkpoint_and_its_settings(a: Report) -> None:
     assert checkpoint_match(a, unquantized) is None
 
 
-def test_old_reports_without_a_build_host_compare_as_before(repo_root: Path) -> None:
+def test_old_reports_without_a_build_host_compare_as_before(fixtures_dir: Path) -> None:
     """The signed example re-run and its original (kit before this record): they verify, their
     manifests dump as they were signed, and the verdict says the checkpoint is the same."""
-    examples = repo_root / "tests" / "fixtures" / "examples"
+    examples = fixtures_dir / "examples"
     key = load_public_key(examples / "keys" / "h200-2026-12.pub")
     original, _ = read_report(examples / "reports" / "h200-tp1-resolve.report.json", key)
     rerun, _ = read_report(examples / "reports" / "h200-tp1-rerun.report.json", key)

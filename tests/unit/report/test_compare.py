@@ -44,8 +44,8 @@ reference:
 
 
 @pytest.fixture(scope="module")
-def reports(repo_root: Path) -> Path:
-    return repo_root / "tests" / "fixtures" / "reports"
+def reports(fixtures_dir: Path) -> Path:
+    return fixtures_dir / "reports"
 
 
 @pytest.fixture(scope="module")
@@ -406,9 +406,9 @@ def test_same_kernels_or_a_side_without_them_say_nothing(a: Report, b: Report) -
 
 
 @pytest.fixture
-def cpu_tiny(repo_root: Path) -> Path:
+def cpu_tiny(fixtures_dir: Path) -> Path:
     """The recipe of the fixture reports' runs."""
-    return repo_root / "recipes" / "cpu-tiny.yaml"
+    return fixtures_dir / "recipes" / "cpu-tiny.yaml"
 
 
 @pytest.fixture
@@ -470,9 +470,9 @@ def test_recipe_without_reference_is_bad_input(a: Report, cpu_tiny: Path) -> Non
 
 
 @pytest.fixture
-def club(repo_root: Path) -> Path:
+def club(fixtures_dir: Path) -> Path:
     """The Club-3090 recipe, with the figures published for it; skips where it is absent."""
-    path = repo_root / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
+    path = fixtures_dir / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml"
     if not path.exists():
         pytest.skip("the Club-3090 recipe is not in this checkout")
     return path

@@ -30,8 +30,8 @@ NONE_SEEN = (
 
 
 @pytest.fixture(scope="module")
-def a(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-a.json", allow_unsigned=True)[0]
+def a(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports/cpu-tiny-a.json", allow_unsigned=True)[0]
 
 
 def at(factor: float, kernel: str = BASE.kernel) -> HostSpeed:

@@ -1,8 +1,9 @@
 """The report page's sections for what the README cites: the roofline, the `vllm bench serve`
 cross-check, energy per token, the load client's CPU, where warnings hit, the timeline's legend
-and kernel names as people write them. Each is drawn from the committed H200 reports (read with
-the key the manifest names) and kit's fixtures, rendered for real, and checked against the
-report's own values; each is absent, or says "not measured", without its data."""
+and kernel names as people write them. Each is drawn from the committed H200 reports (their
+copies in tests/fixtures/, read with the key their signature names) and kit's fixtures,
+rendered for real, and checked against the report's own values; each is absent, or says "not
+measured", without its data."""
 
 from __future__ import annotations
 
@@ -23,22 +24,26 @@ from kit.report.html import render_html
 from kit.report.schema import Report
 from kit.report.validity import CLIENT_BUSY_PCT
 from kit.signing import SignatureCheck, load_public_key
+from kit.signing.keys import fingerprint
 from kit.vllm_bench import DECODE_TOLERANCE_PCT, TTFT_TOLERANCE_MS
 from kit.vllm_bench.points import AGREEMENT, TOLERANCE_PCT
 
-ROOT = Path(__file__).resolve().parents[3]
-MANIFEST = json.loads((ROOT / "examples" / "keys" / "MANIFEST.json").read_bytes())["reports"]
-EXAMPLES = sorted((ROOT / "examples" / "reports").glob("*.report.json"))
-RESULTS = ROOT / "tests" / "fixtures" / "results"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+KEYS = sorted((FIXTURES / "examples" / "keys").glob("*.pub"))
+EXAMPLES = sorted((FIXTURES / "examples" / "reports").glob("*.report.json"))
+RESULTS = FIXTURES / "results"
 SWEEP = RESULTS / "h200-llama8b-bf16-sweep-2026-12-03" / "report.json"  # cross-check, JIT
 SWEEP_S2 = RESULTS / "h200-llama8b-bf16-sweep-2026-12-02-s2" / "report.json"  # interrupted
-CPU = ROOT / "tests" / "fixtures" / "reports" / "cpu-tiny-a.json"  # unsigned, no NVML
+CPU = FIXTURES / "reports" / "cpu-tiny-a.json"  # unsigned, no NVML
 
 
 def read(path: Path) -> tuple[Report, SignatureCheck]:
-    """A committed report, verified with the key the manifest names (unsigned ones allowed)."""
-    key = MANIFEST.get(str(path.relative_to(ROOT)))
-    pub = load_public_key(ROOT / key) if key else None
+    """A committed report, verified with the key its signature names (unsigned ones allowed)."""
+    signed = json.loads(path.read_bytes()).get("signatures")
+    keyid = signed[0]["keyid"] if signed else None
+    key = next((k for k in KEYS if fingerprint(load_public_key(k)) == keyid), None)
+    assert key or not signed, f"{path}: signed by no key in {KEYS[0].parent}"
+    pub = load_public_key(key) if key else None
     report, check = read_report(path, pub, allow_unsigned=key is None)
     assert key is None or check.valid, path
     return report, check

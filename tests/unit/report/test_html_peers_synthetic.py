@@ -122,12 +122,12 @@ class NotInstalled(AIPerf):
 
 
 @pytest.fixture(scope="module")
-def with_peers(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Report:
+def with_peers(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Report:
     """A cpu-tiny run with three peers beside its prompts: vLLM's at each, guidellm's failing
     at one, AIPerf not installed; the block as run_peers keeps it. Its records carry the first
     chunk with choices (as kit's records do where the server sends one before the text), so
     vLLM's TTFT is compared with it."""
-    report = build_report(repo_root)
+    report = build_report(fixtures_dir)
     assert report.bench is not None
     records = [
         r.model_copy(update={"first_chunk_s": r.ttft_s * 0.9 if r.ttft_s else None})
@@ -141,7 +141,7 @@ def with_peers(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Rep
         url="http://127.0.0.1:9",
         model="kit-model",
         tokenizer=out,
-        bench=load_recipe(repo_root / "recipes" / "cpu-tiny.yaml").recipe.bench,
+        bench=load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml").recipe.bench,
         out_dir=out,
         python="python",
     )
@@ -227,11 +227,11 @@ def test_a_failed_tool_shows_its_error_and_the_definitions_each_tool_uses(
     assert peers.rule in text(body)
 
 
-def test_no_peers_section_without_the_block(repo_root: Path, tmp_path: Path) -> None:
-    page = render_html(*signed(build_report(repo_root), tmp_path))
+def test_no_peers_section_without_the_block(fixtures_dir: Path, tmp_path: Path) -> None:
+    page = render_html(*signed(build_report(fixtures_dir), tmp_path))
     assert section(page, "peers") is None and "peers-agree" not in page
     # a report with only vLLM's older cross-check keeps that section, and no peers one
-    sweep = repo_root / "tests/fixtures/results/h200-llama8b-bf16-sweep-2026-12-03/report.json"
+    sweep = fixtures_dir / "results/h200-llama8b-bf16-sweep-2026-12-03/report.json"
     report, _ = read_report(sweep, None, allow_untrusted=True)
     assert report.vllm_bench is not None and report.peers is None
     assert peers_section(report) is None and crosscheck_section(report) is not None
@@ -259,9 +259,9 @@ def counted(report: Report, rates: list[float]) -> Report:
 C = 0.7
 
 
-def at_target(repo_root: Path, *sets: str) -> Report:
+def at_target(fixtures_dir: Path, *sets: str) -> Report:
     """cpu-tiny (7 draft tokens) whose counters accept at a geometric c = C."""
-    report = build_report(repo_root, overrides=sets)
+    report = build_report(fixtures_dir, overrides=sets)
     return counted(report, [C**i for i in range(1, 8)])
 
 
@@ -269,8 +269,8 @@ def marks(svg: str) -> int:
     return len(re.findall(r'id="spec-mark-\d+"', svg))
 
 
-def test_a_synthetic_run_is_labelled_under_the_title(repo_root: Path, tmp_path: Path) -> None:
-    report = at_target(repo_root, f"speculative.synthetic_acceptance.conditional={C}")
+def test_a_synthetic_run_is_labelled_under_the_title(fixtures_dir: Path, tmp_path: Path) -> None:
+    report = at_target(fixtures_dir, f"speculative.synthetic_acceptance.conditional={C}")
     label = synthetic_label(report)
     assert label is not None and report.synthetic_acceptance is not None
     page = render_html(*signed(report, tmp_path))
@@ -285,14 +285,14 @@ def test_a_synthetic_run_is_labelled_under_the_title(repo_root: Path, tmp_path: 
     assert "verdict's tolerance (widest window)" in spec
     k = len(report.synthetic_acceptance.target.rates)
     assert marks(spec) == 2 * k  # a bar and a target line per position
-    real = render_html(*signed(at_target(repo_root), tmp_path / "real"))
+    real = render_html(*signed(at_target(fixtures_dir), tmp_path / "real"))
     real_spec = section(real, "spec")
     assert real_spec is not None and marks(real_spec) == k
     assert 'id="synthetic"' not in real and "synthetic target" not in real_spec
 
 
-def test_the_target_band_holds_the_rates_of_a_run_that_met_it(repo_root: Path) -> None:
-    report = at_target(repo_root, f"speculative.synthetic_acceptance.conditional={C}")
+def test_the_target_band_holds_the_rates_of_a_run_that_met_it(fixtures_dir: Path) -> None:
+    report = at_target(fixtures_dir, f"speculative.synthetic_acceptance.conditional={C}")
     check = report.synthetic_acceptance
     assert check is not None and report.bench and report.bench.spec_decode
     assert check.windows and all(w.met for w in check.windows)
@@ -305,7 +305,7 @@ def test_the_target_band_holds_the_rates_of_a_run_that_met_it(repo_root: Path) -
         assert lo == pytest.approx(p - widest) and hi == pytest.approx(p + widest)
         assert lo <= achieved * 100 <= hi
     # a run that missed its target: the achieved rates lie outside the band somewhere
-    missed = at_target(repo_root, "speculative.synthetic_acceptance.conditional=0.9")
+    missed = at_target(fixtures_dir, "speculative.synthetic_acceptance.conditional=0.9")
     assert missed.synthetic_acceptance is not None
     assert not all(w.met for w in missed.synthetic_acceptance.windows)
     assert missed.bench is not None and missed.bench.spec_decode is not None
@@ -316,4 +316,4 @@ def test_the_target_band_holds_the_rates_of_a_run_that_met_it(repo_root: Path) -
         )
     ]
     assert any(outside)
-    assert target_band(at_target(repo_root)) == []
+    assert target_band(at_target(fixtures_dir)) == []

@@ -95,14 +95,14 @@ def touch(path: Path, text: str = "") -> Path:
 
 def build(
     m: Machine,
-    repo_root: Path,
+    fixtures_dir: Path,
     *,
     python: Path,
     site_packages: Path,
     server_args: tuple[str, ...] = (),
 ) -> Report:
     """A finished report of cpu-tiny, built the way a run builds it, from ``m``'s paths."""
-    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml")
+    loaded = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml")
     recipe = loaded.recipe
     model_dir = m.home / "models" / "tiny"
     touch(model_dir / "config.json", json.dumps({"architectures": ["Qwen3ForCausalLM"]}))
@@ -169,13 +169,9 @@ def build(
     )
     dataset = out_dir / f"vllm-bench-{prompt.name}.jsonl"
     argv = bench_argv(job, prompt, dataset, runs=5, result_file=f"vllm-bench-{prompt.name}.json")
-    result = json.loads(
-        (repo_root / "tests" / "fixtures" / "vllm-bench" / "h200-tp1-code.json").read_text()
-    )
+    result = json.loads((fixtures_dir / "vllm-bench" / "h200-tp1-code.json").read_text())
     entry = compare(prompt, parse_result(result), None, shown_argv(argv, out_dir), "r.json")
-    dump = json.loads(
-        (repo_root / "tests" / "fixtures" / "probe" / "h200x2-nvml-dump.json").read_text()
-    )
+    dump = json.loads((fixtures_dir / "probe" / "h200x2-nvml-dump.json").read_text())
     dump["host"].update(hostname=HOST, user=USER, home=str(m.home))
     dump["host"]["python"]["executable"] = str(m.home / ".venv" / "bin" / "python")
     report = finished(
@@ -198,12 +194,12 @@ def build(
     return report
 
 
-def test_no_absolute_path_in_a_report(machine: Machine, repo_root: Path) -> None:
+def test_no_absolute_path_in_a_report(machine: Machine, fixtures_dir: Path) -> None:
     venv = machine.kit_home / "engines" / "vllm-cpu-py311"
     python = touch(venv / "bin" / "python")
     site = venv / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)
-    report = build(machine, repo_root, python=python, site_packages=site)
+    report = build(machine, fixtures_dir, python=python, site_packages=site)
     planted = [machine.root, machine.kit_home, machine.home, machine.work]
     assert absolute_paths(report, planted) == []
     text = report.model_dump_json()
@@ -266,20 +262,24 @@ def _flag_equals_path(m: Machine) -> dict[str, Any]:
         ),
     ],
 )
-def test_no_absolute_path_in_harder_cases(machine: Machine, repo_root: Path, inputs: Any) -> None:
-    report = build(machine, repo_root, **inputs(machine))
+def test_no_absolute_path_in_harder_cases(
+    machine: Machine, fixtures_dir: Path, inputs: Any
+) -> None:
+    report = build(machine, fixtures_dir, **inputs(machine))
     assert absolute_paths(report, [machine.root]) == []
 
 
-def test_a_path_outside_every_root_keeps_its_last_parts(machine: Machine, repo_root: Path) -> None:
-    report = build(machine, repo_root, **_outside_roots(machine))
+def test_a_path_outside_every_root_keeps_its_last_parts(
+    machine: Machine, fixtures_dir: Path
+) -> None:
+    report = build(machine, fixtures_dir, **_outside_roots(machine))
     assert report.engine is not None
     assert report.engine.python == "…/bin/python3.11"
     assert report.engine.site_packages == "…/python3.11/site-packages"
 
 
 def test_an_absolute_local_model_path_in_the_recipe_is_shown_relative(
-    machine: Machine, repo_root: Path
+    machine: Machine, fixtures_dir: Path
 ) -> None:
     from kit.recipe import recipe_sha256, shown_recipe_sha256
     from kit.report.verify.embedded import recipe_item
@@ -290,7 +290,7 @@ def test_an_absolute_local_model_path_in_the_recipe_is_shown_relative(
         f"speculative.draft={{source: local, path: {draft_dir}}}",
         f"server.extra_args=[--download-dir={machine.root / 'data' / 'hf'}]",
     ]
-    loaded = load_recipe(repo_root / "recipes" / "cpu-tiny.yaml", overrides)
+    loaded = load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml", overrides)
     report = new_report(loaded, "20261201T120000Z-abcdef")
     assert report.recipe["model"] == {"source": "local", "path": "…/models/tiny"}
     assert report.recipe["speculative"]["draft"] == {"source": "local", "path": "…/models/draft"}

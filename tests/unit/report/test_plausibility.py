@@ -23,14 +23,14 @@ RTX3090_GBPS = 936.0  # the GA102 whitepaper's figure for the RTX 3090
 
 
 @pytest.fixture
-def a(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-a.json", allow_unsigned=True)[0]
+def a(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports/cpu-tiny-a.json", allow_unsigned=True)[0]
 
 
 @pytest.fixture
-def seed_run(a: Report, repo_root: Path, seed_pins: list[str]) -> Report:
+def seed_run(a: Report, fixtures_dir: Path, seed_pins: list[str]) -> Report:
     """A run of the seed recipe, pinned as `kit reproduce` pins it (its records: cpu-tiny's)."""
-    pinned = load_recipe(repo_root / SEED, seed_pins).recipe
+    pinned = load_recipe(fixtures_dir / SEED, seed_pins).recipe
     return a.model_copy(
         update={"recipe": pinned.to_json_dict(), "model": None, "quantization": None}
     )
@@ -83,9 +83,9 @@ def seed_step_s(cache: Path, context: float) -> float:
 
 
 def test_the_seed_bound_from_its_own_files(
-    seed_run: Report, repo_root: Path, cached_models: Path
+    seed_run: Report, fixtures_dir: Path, cached_models: Path
 ) -> None:
-    check = compare_with_reference(seed_run, repo_root / SEED).plausibility
+    check = compare_with_reference(seed_run, fixtures_dir / SEED).plausibility
     assert check is not None and check.missing == []
     assert check.rig is not None and (check.rig.gpu, check.rig.gpus) == ("RTX 3090", 2)
     assert check.rig.bandwidth_gbps == RTX3090_GBPS and check.rig.tensor_parallel_size == 2
@@ -125,13 +125,13 @@ def test_the_seed_bound_from_its_own_files(
 
 
 def test_compare_reference_prints_the_bound_and_fraction(
-    seed_run: Report, repo_root: Path, cached_models: Path, tmp_path: Path
+    seed_run: Report, fixtures_dir: Path, cached_models: Path, tmp_path: Path
 ) -> None:
     path = write_report(seed_run, tmp_path / "run")
-    args = ["report", "compare", str(path), "--reference", str(repo_root / SEED)]
+    args = ["report", "compare", str(path), "--reference", str(fixtures_dir / SEED)]
     out = CliRunner().invoke(main, [*args, "--allow-unsigned"])
     assert out.exit_code == 0, out.output
-    check = compare_with_reference(seed_run, repo_root / SEED).plausibility
+    check = compare_with_reference(seed_run, fixtures_dir / SEED).plausibility
     assert check is not None
     text = out.stdout
     assert (
@@ -150,15 +150,15 @@ def test_compare_reference_prints_the_bound_and_fraction(
 
 
 def test_a_reference_above_its_bound_is_flagged(
-    seed_run: Report, repo_root: Path, cached_models: Path, tmp_path: Path
+    seed_run: Report, fixtures_dir: Path, cached_models: Path, tmp_path: Path
 ) -> None:
-    seed = compare_with_reference(seed_run, repo_root / SEED).plausibility
+    seed = compare_with_reference(seed_run, fixtures_dir / SEED).plausibility
     assert seed is not None
     narrative, code = seed.prompts
     above = round(code.bound_tps * 1.2, 2)  # above the bound at L = 4.35, below all 7 accepted
     impossible = round(narrative.ceiling_tps * 1.1, 2)  # above the bound at every token accepted
     fast = tmp_path / "fast.yaml"
-    text = (repo_root / SEED).read_text()
+    text = (fixtures_dir / SEED).read_text()
     text = text.replace("decode_tps: 218.33", f"decode_tps: {above}")
     fast.write_text(text.replace("decode_tps: 120.08", f"decode_tps: {impossible}"))
     check = compare_with_reference(seed_run, fast).plausibility
@@ -181,11 +181,11 @@ def test_a_reference_above_its_bound_is_flagged(
 
 
 def test_an_unknown_gpu_is_said_not_a_crash(
-    seed_run: Report, repo_root: Path, cached_models: Path, tmp_path: Path
+    seed_run: Report, fixtures_dir: Path, cached_models: Path, tmp_path: Path
 ) -> None:
     other = tmp_path / "other-rig.yaml"
     text = (
-        (repo_root / SEED)
+        (fixtures_dir / SEED)
         .read_text()
         .replace("2x RTX 3090 (24 GB), PCIe", "2x Foo 9000 (24 GB), PCIe")
     )
@@ -204,10 +204,10 @@ def test_an_unknown_gpu_is_said_not_a_crash(
 
 
 def test_no_config_says_where_to_get_it(
-    seed_run: Report, repo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    seed_run: Report, fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIT_HOME", str(tmp_path / "empty"))
-    check = compare_with_reference(seed_run, repo_root / SEED).plausibility
+    check = compare_with_reference(seed_run, fixtures_dir / SEED).plausibility
     assert check is not None
     assert check.missing == [
         "no bytes for the model: config.json of Qwen/Qwen3.8-27B@aaaaaaaaaaaa is not in kit's "
@@ -216,10 +216,10 @@ def test_no_config_says_where_to_get_it(
 
 
 def test_the_reproduction_verdict_notes_the_bound(
-    seed_run: Report, a: Report, repo_root: Path, cached_models: Path
+    seed_run: Report, a: Report, fixtures_dir: Path, cached_models: Path
 ) -> None:
     verdict = judge(seed_run, seed_run)
-    check = compare_with_reference(seed_run, repo_root / SEED).plausibility
+    check = compare_with_reference(seed_run, fixtures_dir / SEED).plausibility
     assert check is not None
     narrative, code = check.prompts
     assert verdict.notes[0] == (

@@ -39,14 +39,14 @@ LEVELS = [1, 2, 4, 8, 16, 32, 64]
 
 
 @pytest.fixture(scope="module")
-def run(repo_root: Path) -> Path:
+def run(fixtures_dir: Path) -> Path:
     """The sweep's folder: report.json and vllm-bench-concurrency-N.json."""
-    return repo_root / "tests" / "fixtures" / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
+    return fixtures_dir / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
 
 
 @pytest.fixture(scope="module")
-def key(repo_root: Path) -> Path:
-    return repo_root / "tests" / "fixtures" / "examples" / "keys" / "h200-2026-12-02-dflash2.pub"
+def key(fixtures_dir: Path) -> Path:
+    return fixtures_dir / "examples" / "keys" / "h200-2026-12-02-dflash2.pub"
 
 
 @pytest.fixture(scope="module")
@@ -241,12 +241,12 @@ def test_an_incomplete_run_is_inconclusive(
     assert verdict_exit(points) == EXIT_INCONCLUSIVE
 
 
-def test_no_point_in_common_is_not_comparable(sweep: Report, repo_root: Path) -> None:
+def test_no_point_in_common_is_not_comparable(sweep: Report, fixtures_dir: Path) -> None:
     # AIPerf's CSV states no load: its one point is point-1, which no run has
     csv = "v0.10-qwen3.6-nvfp4-rtx5090-agent-c2_profile_export_aiperf.csv"
     done = import_file(
-        repo_root / "tests" / "fixtures" / "foreign" / "aiperf" / csv,
-        base=repo_root / "recipes" / "cpu-tiny.yaml",
+        fixtures_dir / "foreign" / "aiperf" / csv,
+        base=fixtures_dir / "recipes" / "cpu-tiny.yaml",
     )
     reference = yaml.safe_load(done.recipe)["reference"]
     points = compare_points(sweep, Reference.model_validate(reference))
@@ -280,20 +280,18 @@ def with_point(report: Report, label: str, n: int, ttft: float, wall: float) -> 
 
 
 def test_llmperf_figures_defined_otherwise_are_not_comparable(
-    repo_root: Path, tmp_path: Path
+    fixtures_dir: Path, tmp_path: Path
 ) -> None:
-    foreign = repo_root / "tests" / "fixtures" / "foreign" / "llmperf"
+    foreign = fixtures_dir / "foreign" / "llmperf"
     out = tmp_path / "llmperf.yaml"
     import_file(
         foreign / "leaderboard-together-7b_summary.json",
-        base=repo_root / "recipes" / "cpu-tiny.yaml",
+        base=fixtures_dir / "recipes" / "cpu-tiny.yaml",
         out=out,
     )
     reference = load_recipe(out).recipe.reference
     assert reference is not None and list(reference.points) == ["concurrency-5"]
-    run, _ = read_report(
-        repo_root / "tests" / "fixtures" / "reports" / "cpu-tiny-a.json", allow_unsigned=True
-    )
+    run, _ = read_report(fixtures_dir / "reports" / "cpu-tiny-a.json", allow_unsigned=True)
     points = compare_points(with_point(run, "concurrency-5", 40, 0.50, 2.3), reference)
     assert points.reference_only == "a hosted API (together): its server cannot be rebuilt"
     assert points.definitions == [

@@ -23,13 +23,13 @@ Scaled = Callable[[Report, str, float], Report]
 
 
 @pytest.fixture(scope="module")
-def a(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-a.json", allow_unsigned=True)[0]
+def a(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports/cpu-tiny-a.json", allow_unsigned=True)[0]
 
 
 @pytest.fixture(scope="module")
-def b(repo_root: Path) -> Report:
-    return read_report(repo_root / "tests/fixtures/reports/cpu-tiny-b.json", allow_unsigned=True)[0]
+def b(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports/cpu-tiny-b.json", allow_unsigned=True)[0]
 
 
 def values(report: Report, prompt: str, phase: str) -> list[float]:

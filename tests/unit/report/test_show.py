@@ -23,8 +23,8 @@ from kit.signing import TrustStore, load_public_key
 
 
 @pytest.fixture(scope="module")
-def reports(repo_root: Path) -> Path:
-    return repo_root / "tests" / "fixtures" / "reports"
+def reports(fixtures_dir: Path) -> Path:
+    return fixtures_dir / "reports"
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,8 @@ def gpu(reports: Path) -> Report:
 
 
 @pytest.fixture
-def dump(repo_root: Path) -> dict[str, Any]:
-    path = repo_root / "tests" / "fixtures" / "probe" / "h200x2-nvml-dump.json"
+def dump(fixtures_dir: Path) -> dict[str, Any]:
+    path = fixtures_dir / "probe" / "h200x2-nvml-dump.json"
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 

@@ -1,15 +1,13 @@
 """The concurrency sweep's complete H200 run (issue 14: experiments/results/h200-llama8b-bf16-
 sweep-2026-12-03/, copied to tests/fixtures/results/): it verifies item by item against the
 committed key; kit's seven points and vLLM's bench serve at the same seven all completed every
-request; vLLM's saved results are the ones the report compared with; the throughputs agree within
-kit's 2 %; and experiments/sweep-noise.py gives back the committed noise.json from the report."""
+request; vLLM's saved results are the ones the report compared with; and the throughputs agree
+within kit's 2 % (tests/repo/test_experiment_outputs.py runs experiments/sweep-noise.py on it)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -19,8 +17,7 @@ from kit.report.verify import verify_report
 from kit.signing import load_public_key
 from kit.vllm_bench.points import TOLERANCE_PCT, compare_point
 
-ROOT = Path(__file__).parents[3]
-FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURES = Path(__file__).parents[2] / "fixtures"
 RUN = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
 KEY = load_public_key(FIXTURES / "examples" / "keys" / "h200-2026-12-02-dflash2.pub")
 LEVELS = [1, 2, 4, 8, 16, 32, 64]
@@ -62,18 +59,3 @@ def test_throughput_agrees_with_vllm_at_every_point(report: Report) -> None:
     for vp in report.vllm_bench.points:
         (tps,) = [f for f in vp.figures if f.figure == "output tok/s"]
         assert abs(tps.delta_pct) <= TOLERANCE_PCT, vp.label
-
-
-def _noise_script() -> ModuleType:
-    # the experiment's own script (code under test, not data), run on the fixture copy
-    script = ROOT / "experiments" / "sweep-noise.py"
-    spec = importlib.util.spec_from_file_location("sweep_noise", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_noise_json_is_what_the_script_gives(report: Report) -> None:
-    committed = json.loads((RUN / "noise.json").read_text())
-    assert _noise_script().points(report, committed["seed"]) == committed["points"]

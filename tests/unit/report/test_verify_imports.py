@@ -39,14 +39,14 @@ print(json.dumps({{"ok": checklist.ok, "failed": checklist.failed, "modules": ou
 """
 
 
-def test_verify_runs_without_the_engine_side(repo_root: Path) -> None:
-    reports = repo_root / "tests" / "fixtures" / "reports"
+def test_verify_runs_without_the_engine_side(fixtures_dir: Path) -> None:
+    reports = fixtures_dir / "reports"
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT.format(blocked=BLOCKED), str(reports)],
         capture_output=True,
         text=True,
         check=True,
-        cwd=repo_root,
+        cwd=fixtures_dir,
     )
     result = json.loads(out.stdout)
     assert result["ok"], result["failed"]

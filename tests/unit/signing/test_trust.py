@@ -44,8 +44,8 @@ def alice(tmp_path: Path) -> tuple[Ed25519PrivateKey, Path]:
 
 
 @pytest.fixture
-def reports(repo_root: Path) -> Path:
-    return repo_root / "tests" / "fixtures" / "reports"
+def reports(fixtures_dir: Path) -> Path:
+    return fixtures_dir / "reports"
 
 
 # ---------------------------------------------------------------------------------------------

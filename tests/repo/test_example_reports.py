@@ -1,6 +1,4 @@
-"""The committed GPU example reports verify with the committed public keys (examples/keys/:
-each report is checked against the key whose fingerprint its signature names, so a report
-signed by any other key fails)."""
+"""examples/reports/ verify, each with the examples/keys/ key its signature names."""
 
 from __future__ import annotations
 

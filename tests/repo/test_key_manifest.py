@@ -1,8 +1,4 @@
-"""examples/keys/MANIFEST.json says which public key verifies which committed signed report.
-
-A product check of shipped files: it reads examples/ and experiments/results/ as well as
-tests/fixtures/, since what it checks is that every committed report, wherever it is, has its
-key (issue 34), not kit's behaviour on test data."""
+"""examples/keys/MANIFEST.json names the key of every committed signed report (issue 34)."""
 
 from __future__ import annotations
 
