@@ -37,6 +37,7 @@ from kit.recipe import LoadedRecipe, Recipe, load_recipe
 from kit.report.schema import ServerInfo
 from kit.report.show import summary_table
 from kit.serve import install_sigterm_handler, server_args
+from kit.serve.slack import set_timer_slack
 from kit.signing import load_private_key
 
 if TYPE_CHECKING:  # the bench's modules load in the bench sidecar only, not in the server's
@@ -145,6 +146,12 @@ def _engine_environ(loaded: LoadedRecipe, env: EngineEnv) -> dict[str, str]:
     return environ
 
 
+def _own_slack(loaded: LoadedRecipe) -> None:
+    """The recipe's timer slack on this process, which the engine inherits (kit.serve.slack)."""
+    if (ns := loaded.recipe.server.timer_slack_ns) is not None:
+        set_timer_slack(ns)
+
+
 def role_server() -> int:
     """Re-verify the patches, then exec the engine's OpenAI server (never returns); the head of
     a multi-node recipe runs it as a child instead, to record its node's facts."""
@@ -153,6 +160,7 @@ def role_server() -> int:
     env = verify_engine(loaded)
     argv = server_argv(loaded, prepared, env.python)
     environ = _engine_environ(loaded, env)
+    _own_slack(loaded)
     log.info("serve: %s", " ".join(argv))
     if loaded.recipe.server.nodes is not None:
         return _run_node(loaded, argv, environ, 0)
@@ -176,6 +184,7 @@ def role_server_worker() -> int:
     env = verify_engine(loaded)
     argv = server_argv(loaded, prepared, env.python, rank)
     log.info("serve: node %d of %d: %s", rank, nodes.count, " ".join(argv))
+    _own_slack(loaded)
     return _run_node(loaded, argv, _engine_environ(loaded, env), rank)
 
 

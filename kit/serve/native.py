@@ -17,6 +17,7 @@ from kit.nodes import CLI_SERVE, NodePlan, NodeProcess, is_local, node_args, nod
 from kit.recipe import Recipe
 from kit.serve.args import server_args
 from kit.serve.server import RunningServer, check_port, free_port, terminate, wait_healthy
+from kit.serve.slack import for_children
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +57,12 @@ class NativeRuntime:
         return env
 
     def spawn(
-        self, argv: list[str], env: dict[str, str], log_path: Path
+        self, argv: list[str], env: dict[str, str], log_path: Path, slack_ns: int | None = None
     ) -> subprocess.Popen[bytes]:
+        """The engine as a process group of its own, with ``slack_ns`` as its timer slack
+        (kit.serve.slack; None: the system's)."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("wb") as log_file:
+        with log_path.open("wb") as log_file, for_children(slack_ns):
             return subprocess.Popen(
                 argv,
                 stdout=log_file,
@@ -116,6 +119,7 @@ class NativeRuntime:
             log_path,
         )
         workers = nodes[1:]
+        slack = recipe.server.timer_slack_ns
         proc: subprocess.Popen[bytes] | None = None
         try:
             for node in workers:
@@ -132,8 +136,8 @@ class NativeRuntime:
                 log.info(
                     "serve: node %d of %d here (log: %s)", node.rank, len(nodes), node.log_path
                 )
-                node.process = self.spawn(node.argv, env, node.log_path)
-            proc = self.spawn(argv, env, log_path)
+                node.process = self.spawn(node.argv, env, node.log_path, slack)
+            proc = self.spawn(argv, env, log_path, slack)
             if nodes:
                 nodes[0].process = proc
             boot = wait_healthy(

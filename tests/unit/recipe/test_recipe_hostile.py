@@ -265,7 +265,7 @@ INVALID = [
     (
         "max_tokens: 256",
         "max_tokens: 100000",
-        ":75:7: bench.prompts.0.max_tokens 100000 exceeds server.max_model_len 2048",
+        ":80:7: bench.prompts.0.max_tokens 100000 exceeds server.max_model_len 2048",
     ),
     (
         "max_model_len: 2048",
@@ -275,7 +275,7 @@ INVALID = [
     (
         "max_tokens: 16",
         "max_tokens: 2048",
-        ":85:5: bench.prefill.max_tokens 2048 leaves no room for a prompt in server.max_model_len "
+        ":90:5: bench.prefill.max_tokens 2048 leaves no room for a prompt in server.max_model_len "
         "2048",
     ),
     (
@@ -317,7 +317,7 @@ INVALID = [
     (
         "  ignore_eos: true",
         "  sampling: {temperature: .inf}\n  ignore_eos: true",
-        ":71:27: .inf is not a finite number",
+        ":76:27: .inf is not a finite number",
     ),
 ]
 

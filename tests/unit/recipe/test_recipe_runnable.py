@@ -50,7 +50,7 @@ SET_CASES = [
 FILE_CASES = [
     ("  device: cpu", "  device: cuda", "37:3", DEVICE),
     ("    block_size: 8", "    block_size: 2", "44:5", BLOCK),
-    ("    depths: [512, 1536]", "    depths: []", "80:5", DEPTHS),
+    ("    depths: [512, 1536]", "    depths: []", "85:5", DEPTHS),
     (
         '    VLLM_CPU_KVCACHE_SPACE: "1"',
         '    VLLM_CPU_KVCACHE_SPACE: "1"\n    1: x',
