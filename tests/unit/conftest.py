@@ -12,6 +12,9 @@ from typing import NoReturn
 import pytest
 
 from kit.model.hub import hub_cache_dir
+from kit.patches.series import ENV_PATCHES_DIR
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 MODEL_REV, DRAFT_REV = "a" * 40, "b" * 40
 # Qwen3-class 27B dims (hidden 5120, 64 layers, 8 KV heads of 128) and a 1-layer DFlash2 draft
@@ -32,6 +35,14 @@ def hub_cache(root: Path, repo_id: str, revision: str, config: Mapping[str, obje
     snapshot = root / f"models--{repo_id.replace('/', '--')}" / "snapshots" / revision
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text(json.dumps(config))
+
+
+@pytest.fixture(autouse=True)
+def patch_series_from_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kit finds a recipe's patch series under $KIT_PATCHES_DIR first: the copies in
+    tests/fixtures/patches, so no unit test reads the repository's patches/ (a test may set it
+    again)."""
+    monkeypatch.setenv(ENV_PATCHES_DIR, str(FIXTURES / "patches"))
 
 
 @pytest.fixture

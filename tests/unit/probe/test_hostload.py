@@ -1,6 +1,6 @@
 """The host-load sampler on this machine's real /proc, with real child processes.
 
-A busy child (a bounded Python loop that renames itself ``kitbusychild``) runs inside a measured
+A busy child (a bounded Python loop that renames itself ``kitbusy<pid>``) runs inside a measured
 window; whether it counts as *other* or *ours* depends only on ``own_pids``. The findings'
 thresholds are checked on constructed HostLoad values.
 """
@@ -31,7 +31,9 @@ from kit.probe.procfs import list_pids, read_cpu_times, read_process
 
 pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
 
-BUSY = "kitbusychild"
+# one name per test process: another test run on the machine (a CI beside a developer's) has
+# its own busy child, which this run rightly counts as another process's
+BUSY = f"kitbusy{os.getpid() % 100_000:05d}"  # a comm name holds 15 characters
 # Renames itself, spins for at most 1.5 s, says so, then waits for its stdin to close.
 BUSY_CODE = f"""
 import sys, time
