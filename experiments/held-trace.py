@@ -22,7 +22,6 @@ Prints and writes the per-request table and the counts.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import shutil
@@ -39,9 +38,9 @@ from kit.bench.held import held_runs
 from kit.build import build
 from kit.recipe import load_recipe
 from kit.serve import NativeRuntime
+from kit.serve.slack import set_timer_slack
 
 ROOT = Path(__file__).resolve().parents[1]
-PR_SET_TIMERSLACK = 29  # linux/prctl.h
 
 
 def segments(pcap: Path, port: int) -> list[tuple[float, str, bytes]]:
@@ -118,9 +117,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     if args.timer_slack_ns is not None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_TIMERSLACK, args.timer_slack_ns, 0, 0, 0) != 0:
-            raise SystemExit(f"held-trace: prctl(PR_SET_TIMERSLACK) failed: {ctypes.get_errno()}")
+        set_timer_slack(args.timer_slack_ns)  # the server started below inherits it
     if shutil.which("tcpdump") is None:
         raise SystemExit("held-trace: needs tcpdump (apt-get install tcpdump)")
     loaded = load_recipe(ROOT / "recipes" / "cpu-tiny.yaml", ["bench.prefill=null", *args.sets])
