@@ -19,8 +19,8 @@ experiments/results/host-speed-<date>.json). Run it on a machine nothing else is
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
+import mmap
 import os
 import statistics
 import subprocess
@@ -36,6 +36,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.result_file import write_result  # noqa: E402
 from kit import engine as engine_mod  # noqa: E402
 from kit.bench import RequestTag, SequentialClient, StreamLimits, model_info, request_body  # noqa: E402
 from kit.bench.server import scrape_metrics  # noqa: E402
@@ -45,6 +46,94 @@ from kit.metrics import request_witness  # noqa: E402
 from kit.probe.hostspeed import HostSpeedWitness, plan, score  # noqa: E402
 from kit.recipe import Bench, load_recipe  # noqa: E402
 from kit.serve import NativeRuntime  # noqa: E402
+
+# one side of the wake-up reading (--wake): argv ROLE CPU FILE N (FILE: 2 bytes, shared)
+WAKE_SIDE = r"""
+import ctypes, json, mmap, os, statistics, sys, time
+role, cpu, path, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+os.sched_setaffinity(0, {cpu})
+ctypes.CDLL(None).prctl(29, ctypes.c_ulong(1000), 0, 0, 0)  # PR_SET_TIMERSLACK: 1 us
+with open(path, "r+b") as f:
+    buf = mmap.mmap(f.fileno(), 2)
+mine, theirs = (0, 1) if role == "ping" else (1, 0)
+big, big_to = bytearray(64 << 20), bytearray(64 << 20)  # beyond the 32 MiB L3
+small, small_to = bytearray(4 << 20), bytearray(4 << 20)  # within it
+
+
+def copy_rate(src, dst, times):
+    best = 1e9
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(times):
+            dst[:] = src
+        best = min(best, time.perf_counter() - t)
+    return len(src) * times / best / 1e9
+print("ready", flush=True)
+for _ in sys.stdin:
+    out = {}
+    if role == "ping":
+        took = []
+        for _ in range(200):
+            t = time.perf_counter()
+            time.sleep(20e-6)
+            took.append(time.perf_counter() - t)
+        out["sleeps_s"] = 1 / statistics.fmean(took)
+        out["sleep_median_us"] = statistics.median(took) * 1e6
+        out["memory_gb_s"] = copy_rate(big, big_to, 1)
+        out["cache_gb_s"] = copy_rate(small, small_to, 8)
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        if role == "ping":
+            buf[mine] = i
+        while buf[theirs] != i:
+            time.sleep(20e-6)
+        if role == "pong":
+            buf[mine] = i
+    if role == "ping":
+        out["roundtrips_s"] = n / (time.perf_counter() - t0)
+    print(json.dumps(out), flush=True)
+"""
+
+
+class Wake:
+    """The wake-up reading: a ping process on CPU ``cpus[0]``, a pong on ``cpus[1]``."""
+
+    def __init__(self, cpus: list[int], n: int = 200) -> None:
+        self.file = tempfile.NamedTemporaryFile(prefix="wake-")  # noqa: SIM115 (closed in close)
+        self.file.write(b"\0\0")
+        self.file.flush()
+        self.buf = mmap.mmap(self.file.fileno(), 2)
+        self.procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", WAKE_SIDE, role, str(cpu), self.file.name, str(n)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for role, cpu in (("pong", cpus[1 % len(cpus)]), ("ping", cpus[0]))
+        ]
+        for proc in self.procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+
+    def __call__(self) -> dict[str, float]:
+        self.buf[0] = self.buf[1] = 0
+        for proc in self.procs:  # pong first: it waits for the ping
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        got: dict[str, float] = {}
+        for proc in self.procs:
+            assert proc.stdout is not None
+            got.update(json.loads(proc.stdout.readline()))
+        return got
+
+    def close(self) -> None:
+        for proc in self.procs:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=10)
+        self.buf.close()
+        self.file.close()
 
 
 @contextmanager
@@ -68,7 +157,9 @@ def served(args: argparse.Namespace, loaded: Any) -> Iterator[tuple[str, frozens
             yield server.url, where.cpus, binding or "no binding logged: all CPUs"
 
 
-def pairs(url: str, bench: Bench, witness: HostSpeedWitness, n: int) -> list[dict[str, Any]]:
+def pairs(
+    url: str, bench: Bench, witness: HostSpeedWitness, n: int, wake: Wake | None
+) -> list[dict[str, Any]]:
     """N witness readings, each followed by a measured request."""
     name, _ = model_info(url)
     bodies = [request_body(bench, name, p.text, p.max_tokens) for p in bench.prompts]
@@ -82,6 +173,7 @@ def pairs(url: str, bench: Bench, witness: HostSpeedWitness, n: int) -> list[dic
         for i in range(n):
             k = i % len(bodies)
             speed = witness()
+            woke = wake() if wake else None
             before = scrape_metrics(metrics, url)
             rec = client.stream(bodies[k], RequestTag(bench.prompts[k].name, "measured", i), limits)
             w = request_witness(before, scrape_metrics(metrics, url))
@@ -94,11 +186,17 @@ def pairs(url: str, bench: Bench, witness: HostSpeedWitness, n: int) -> list[dic
                 "index": i, "prompt": bench.prompts[k].name, "error": rec.error,
                 "decode_tps": rec.decode_tps, "engine_decode_tps": engine,
                 "witness": speed.model_dump() if speed else None,
-                "witness_score": score(speed) if speed else None,
+                "witness_score": score(speed) if speed else None, "wake": woke,
             })  # fmt: skip
             print(
                 f"{i:3d} {bench.prompts[k].name:10s} decode {rec.decode_tps or 0:8.1f} tok/s  "
-                f"witness {score(speed) if speed else 0:10.1f}",
+                f"witness {score(speed) if speed else 0:10.1f}"
+                + (
+                    f"  sleeps/s {woke['sleeps_s']:6.0f}  round trips/s {woke['roundtrips_s']:6.0f}"
+                    f"  memory {woke['memory_gb_s']:4.1f} GB/s cache {woke['cache_gb_s']:4.1f} GB/s"
+                    if woke
+                    else ""
+                ),
                 file=sys.stderr,
             )
     finally:
@@ -126,6 +224,11 @@ def correlations(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "kernel": [r["witness"]["kernel_ops_s"] for r in mine],
             "score": [r["witness_score"] for r in mine],
         }
+        if all(r["wake"] for r in mine):
+            figures["sleeps"] = [r["wake"]["sleeps_s"] for r in mine]
+            figures["roundtrips"] = [r["wake"]["roundtrips_s"] for r in mine]
+            figures["memory"] = [r["wake"]["memory_gb_s"] for r in mine]
+            figures["cache"] = [r["wake"]["cache_gb_s"] for r in mine]
         decode = [r["decode_tps"] for r in mine]
         engine = [r for r in mine if r["engine_decode_tps"]]
         out[prompt] = {
@@ -137,6 +240,11 @@ def correlations(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "decode_cv_pct": round(statistics.stdev(decode) / statistics.fmean(decode) * 100, 2)
             if len(decode) > 1
             else None,
+            **{
+                f"{k}_cv_pct": round(statistics.stdev(v) / statistics.fmean(v) * 100, 2)
+                for k, v in figures.items()
+                if k in ("sleeps", "roundtrips", "memory", "cache") and len(v) > 1
+            },
             "score_cv_pct": round(
                 statistics.stdev(figures["score"]) / statistics.fmean(figures["score"]) * 100, 2
             )
@@ -151,23 +259,25 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=40, help="witness + request pairs")
     parser.add_argument("--url", help="a running server (else cpu-tiny is served here)")
     parser.add_argument("--cpus", help="with --url: the witness's CPUs, e.g. 0 or 0,1")
+    parser.add_argument("--wake", action="store_true", help="add the wake-up reading")
     parser.add_argument("--recipe", type=Path, default=ROOT / "recipes" / "cpu-tiny.yaml")
     parser.add_argument("-o", "--output", type=Path)
     args = parser.parse_args()
     loaded = load_recipe(args.recipe, ["bench.prefill=null"])
     with served(args, loaded) as (url, cpus, source), HostSpeedWitness(cpus) as witness:
-        rows = pairs(url, loaded.recipe.bench, witness, args.n)
+        wake = Wake(sorted(os.sched_getaffinity(0))) if args.wake else None
+        try:
+            rows = pairs(url, loaded.recipe.bench, witness, args.n, wake)
+        finally:
+            if wake:
+                wake.close()
     result = correlations(rows)
     print(json.dumps(result, indent=2))
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    out = args.output or ROOT / "experiments" / "results" / f"host-speed-{dt.date.today()}.json"
     doc = {
-        "commit": commit, "recipe": loaded.recipe.name, "n": args.n, "cpus": sorted(cpus),
-        "cpus_from": source, "correlation": result, "rows": rows,
+        "recipe": loaded.recipe.name, "n": args.n, "cpus": sorted(cpus),
+        "cpus_from": source, "wake": args.wake, "correlation": result, "rows": rows,
     }  # fmt: skip
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    out = write_result("host-speed", doc, args.output)
     print(out, file=sys.stderr)
 
 
