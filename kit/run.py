@@ -16,7 +16,7 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kit.engine import EngineEnv
-from kit.measure import after_bench, measure, witness_plan
+from kit.measure import after_bench, engine_clock, measure, witness_plan
 from kit.recipe import LoadedRecipe
 from kit.report.assemble import (
     Extras,
@@ -119,6 +119,7 @@ def run_and_report(job: RunJob, target: Target) -> tuple[Report, Path]:
                     alive=served.alive,
                     host_load=target.host_load,
                     host_speed=speed.cpus,
+                    cpu_clock=engine_clock(loaded, setup.server),
                 )
                 extras = after_bench(loaded, setup, served.url, measured, bandwidth, job.out_dir)
             finally:

@@ -11,6 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,9 +21,16 @@ from kit.engine import EngineEnv
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
 from kit.model import FileHash, ModelManifest, identity_of
 from kit.patches import PatchManifest
-from kit.probe import GpuSampling, HostProbe, Readings, build_sampling, host_probe_from_dump
+from kit.probe import (
+    GpuSampling,
+    HostLoad,
+    HostProbe,
+    Readings,
+    build_sampling,
+    host_probe_from_dump,
+)
 from kit.quantize import QuantHost, QuantManifest
-from kit.recipe import AutoRoundQuantization, Bench, Engine, load_recipe
+from kit.recipe import AutoRoundQuantization, Bench, Engine, Prompt, load_recipe
 from kit.report import Report, ServerInfo
 from kit.report.assemble import Extras, Measurement, Setup, finish_report, new_report
 from kit.report.schema import EngineInfo
@@ -427,3 +435,34 @@ def build_report(
             "patches": PatchManifest.model_validate(patches) if patches else None,
         }
     )
+
+
+def with_measured(
+    report: Report, prompt: str, change: Callable[[RequestRecord], RequestRecord]
+) -> Report:
+    """The report with ``change`` applied to each measured record of ``prompt``, and that
+    prompt's summary recomputed from the records (its spec-decode and server windows kept)."""
+    assert report.bench is not None
+    records = [
+        change(r) if r.prompt == prompt and r.phase == "measured" else r
+        for r in report.bench.records
+    ]
+    prompts = [
+        summarize_prompt(
+            Prompt(name=p.prompt, text="-", max_tokens=p.max_tokens), records
+        ).model_copy(update={"spec_decode": p.spec_decode, "server": p.server})
+        if p.prompt == prompt
+        else p
+        for p in report.bench.prompts
+    ]
+    bench = report.bench.model_copy(update={"records": records, "prompts": prompts})
+    return report.model_copy(update={"bench": bench})
+
+
+def quiet_load() -> HostLoad:
+    """A 2-core host 60 % busy with kit's own work, no steal, others 3 %: no cause in it."""
+    return HostLoad(
+        window_s=20.0, windows=2, samples=40, cores=2, busy_pct=60.0, steal_pct=0.0,
+        own_cpu_pct=55.0, other_cpu_pct=3.0, loadavg_start=1.0, loadavg_end=2.0, top_other=[],
+        foreign_gpu_processes=None, foreign_gpu_unavailable="no NVML", error=None,
+    )  # fmt: skip

@@ -57,6 +57,7 @@ from kit.metrics import (
     spec_decode_delta,
 )
 from kit.probe.hostspeed import HostSpeed
+from kit.probe.schedstat import EngineClock, account
 from kit.recipe import Bench
 from kit.recipe.traffic import (
     FileDataset,
@@ -125,6 +126,9 @@ class Bencher:
         # the host-speed witness (kit.probe.hostspeed), read before each measured request while
         # the server is idle; None: not run (a server on another host)
         self.host_speed: Callable[[], HostSpeed | None] | None = None
+        # the scheduler's account of each measured request (kit.probe.schedstat), read just
+        # before and after it, outside its timing; None: not read (not kit's server)
+        self.cpu_clock: EngineClock | None = None
         self.soft_failures: list[str] = []  # measurements that failed without ending the bench
         # a load run's requests as drawn (load_plan), for vLLM's side to send the same ones
         self.plan: list[Planned] | None = None
@@ -142,8 +146,14 @@ class Bencher:
     def _one(
         self, body: dict[str, Any], tag: RequestTag, first_token_s: float | None = None
     ) -> RequestRecord:
-        speed = self.host_speed() if self.host_speed and tag.phase == "measured" else None
+        measured = tag.phase == "measured"
+        speed = self.host_speed() if self.host_speed and measured else None
+        clock = self.cpu_clock if measured else None
+        before = clock.snapshot() if clock else None
         rec = self.streams.stream(body, tag, StreamLimits.of(self.bench, first_token_s))
+        if clock and before is not None:
+            cpu = account(before, clock.snapshot(), clock.worker_cores is not None)
+            rec = rec.model_copy(update={"cpu": cpu})
         if speed is not None:
             rec = rec.model_copy(update={"host_speed": speed})
         if tag.phase == "measured" and self._window:

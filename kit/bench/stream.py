@@ -31,6 +31,7 @@ from kit.base import KitModel
 from kit.bench.packed import COMPACT_TIMES, pack_times, unpack_times
 from kit.metrics import RequestWitness, decode_tps, is_usable, wall_tps
 from kit.probe.hostspeed import HostSpeed
+from kit.probe.schedstat import CpuAccount
 from kit.recipe import Bench
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,12 @@ class RequestRecord(KitModel):
         "on the engine's cores just before this request, the server idle (absent where it "
         "was not run: docs/noise.md).",
     )
+    cpu: CpuAccount | None = Field(
+        None,
+        description="Sequential measured runs against a server kit started on this host: the "
+        "scheduler's account of the request (Linux schedstat: its threads' time on a CPU and "
+        "waiting for one), absent elsewhere (docs/noise.md).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -120,6 +127,8 @@ class RequestRecord(KitModel):
             data.pop("server", None)
         if data.get("host_speed") is None:
             data.pop("host_speed", None)
+        if data.get("cpu") is None:
+            data.pop("cpu", None)
         if data.get("sent_s") is None:
             data.pop("sent_s", None)  # sequential records are written as they always were
         elif "text_chunk_times_s" in data:  # a load record: its chunk times packed

@@ -242,6 +242,11 @@ class HostSpeedWitness:
     ) -> None:
         self._stop()
 
+    @property
+    def pid(self) -> int | None:
+        """The witness process's pid while it runs (the scheduler's account leaves it out)."""
+        return self._proc.pid if self._proc is not None else None
+
     def __call__(self) -> HostSpeed | None:
         proc = self._proc
         if proc is None or proc.stdin is None:

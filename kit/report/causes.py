@@ -31,6 +31,7 @@ from kit.errors import BadInputError
 from kit.noise import FLOOR_PCT, headline
 from kit.probe import Finding
 from kit.recipe.acceptance import AcceptanceTarget, target_of
+from kit.report.cputime import within_run as cpu_within_run
 from kit.report.schema import AcceptanceWindow, SyntheticAcceptanceCheck
 from kit.report.speed import within_run
 
@@ -237,12 +238,15 @@ def decode_findings(report: Report, rules: int) -> list[Finding]:
                         f"the hypervisor took {load.steal_pct:.1f} % of the CPU time (steal): "
                         "other guests shared this machine's cores"
                     )
-                speed, steady = None, None
+                checked: list[str] = []
                 if rules >= 3:
-                    speed, steady = within_run(
-                        name, head.runs_used, values, bench.records, CV_LIMIT_PCT
-                    )
-                causes += [speed] if speed else []
+                    for judge in (within_run, cpu_within_run):
+                        cause, seen = judge(
+                            name, head.runs_used, values, bench.records, CV_LIMIT_PCT
+                        )
+                        causes += [cause] if cause else []
+                        checked += [seen] if seen else []
+                steady = "; ".join(checked) or None
                 contended = contended or contention is not None
                 which = f" ({off_runs(head.runs_used, values)})" if rules >= 3 else ""
                 found.append(

@@ -1,6 +1,7 @@
 """The bench reads the host-speed witness it is given before each measured request, and only
 then; a bench without one writes its records and summaries as before; a run plans where the
-witness runs from its server."""
+witness runs from its server. The same for the scheduler's account (kit.probe.schedstat), taken
+around each measured request when the bench has a clock."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from pacedserver import Paced
 
 from kit.bench import Bencher
 from kit.cli import main
-from kit.measure import witness_plan
+from kit.enginelog import EngineChoices
+from kit.measure import engine_clock, witness_plan
 from kit.probe.hostspeed import HostSpeed, WitnessPlan
+from kit.probe.schedstat import EngineClock, supported
 from kit.recipe import Bench, Prompt, load_recipe
 from kit.report import ServerInfo
 from kit.report.files import read_report
@@ -112,3 +115,54 @@ def test_the_run_plans_the_witness_by_its_server() -> None:
         ["bench.load={pattern: concurrency, levels: [1], requests: 2}"],
     )
     assert witness_plan("http://127.0.0.1:1", under_load, native) == WitnessPlan(None)
+
+
+# ---------------------------------------------------------------------------------------------
+# the scheduler's account
+
+
+@pytest.mark.skipif(not supported(), reason="no per-thread schedstat here")
+@pytest.mark.parametrize("server", [(99, "none")], indirect=True)
+def test_each_measured_request_carries_its_account(server: str) -> None:
+    bencher = Bencher(server, BENCH, "m")
+    bencher.cpu_clock = EngineClock()
+    result = bencher.run()
+    measured = [r for r in result.records if r.phase == "measured"]
+    assert len(measured) == 6
+    for r in measured:
+        assert r.cpu is not None
+        assert r.cpu.client_run_us > 0  # kit's client read the stream
+        assert r.cpu.worker_run_us is None  # no worker cores given
+    assert all(r.cpu is None for r in result.records if r.phase == "warmup")
+
+
+@pytest.mark.parametrize("server", [(99, "none")], indirect=True)
+def test_without_a_clock_no_account_is_written(server: str) -> None:
+    result = Bencher(server, BENCH, "m").run()
+    written = json.loads(result.model_dump_json())
+    assert all("cpu" not in r for r in written["records"])
+
+
+def test_the_run_plans_the_clock_by_its_server() -> None:
+    loaded = load_recipe(FIXTURES / "recipes" / "cpu-tiny.yaml")
+    bound = EngineChoices(
+        linear_kernels=[], quant_method=None, w4a16_path=None, w4a16_fallback_reason=None,
+        cpu_kernel_build=None, attention_backend=None, source="server.log",
+        cpu_binding="worker 0: cores [0]; reserved [1]",
+    )  # fmt: skip
+    native = ServerInfo(runtime="native", argv=[], env={}, boot_s=None, engine_choices=bound)
+    clock = engine_clock(loaded, native)
+    if supported():
+        assert clock is not None and clock.worker_cores == frozenset({0})
+        unbound = native.model_copy(update={"engine_choices": None})
+        assert engine_clock(loaded, unbound) == EngineClock()
+    else:
+        assert clock is None
+    compose = native.model_copy(update={"runtime": "compose"})
+    assert engine_clock(loaded, compose) is None  # the server is not kit's child
+    assert engine_clock(loaded, None) is None
+    under_load = load_recipe(
+        FIXTURES / "recipes" / "cpu-tiny.yaml",
+        ["bench.load={pattern: concurrency, levels: [1], requests: 2}"],
+    )
+    assert engine_clock(under_load, native) is None

@@ -9,11 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from factories import quiet_load, with_measured
 
-from kit.bench import summarize_prompt
-from kit.probe import HostLoad
+from kit.bench import RequestRecord
 from kit.probe.hostspeed import HostSpeed
-from kit.recipe import Prompt
 from kit.report import Report
 from kit.report.files import read_report
 from kit.report.reproduction import judge
@@ -50,34 +49,18 @@ def witnessed(
 ) -> Report:
     """The report with one prompt's measured runs carrying the witness at ``factors`` (and
     decoding at ``decode``, by index), its summaries recomputed from the records."""
-    assert report.bench is not None
-    records = []
-    for r in report.bench.records:
-        if r.prompt == prompt and r.phase == "measured":
-            update = {"host_speed": at(factors[r.index])}
-            if decode is not None:
-                update["decode_tps"] = decode[r.index]
-            r = r.model_copy(update=update)
-        records.append(r)
-    prompts = [
-        summarize_prompt(
-            Prompt(name=p.prompt, text="-", max_tokens=p.max_tokens), records
-        ).model_copy(update={"spec_decode": p.spec_decode, "server": p.server})
-        if p.prompt == prompt
-        else p
-        for p in report.bench.prompts
-    ]
-    bench = report.bench.model_copy(update={"records": records, "prompts": prompts})
-    return report.model_copy(update={"bench": bench})
+
+    def change(r: RequestRecord) -> RequestRecord:
+        update: dict[str, object] = {"host_speed": at(factors[r.index])}
+        if decode is not None:
+            update["decode_tps"] = decode[r.index]
+        return r.model_copy(update=update)
+
+    return with_measured(report, prompt, change)
 
 
 def quiet(report: Report) -> Report:
-    load = HostLoad(
-        window_s=20.0, windows=2, samples=40, cores=2, busy_pct=60.0, steal_pct=0.0,
-        own_cpu_pct=55.0, other_cpu_pct=3.0, loadavg_start=1.0, loadavg_end=2.0, top_other=[],
-        foreign_gpu_processes=None, foreign_gpu_unavailable="no NVML", error=None,
-    )  # fmt: skip
-    return report.model_copy(update={"host_load": load})
+    return report.model_copy(update={"host_load": quiet_load()})
 
 
 def cv_message(report: Report, rules: int = 3) -> str:

@@ -1,0 +1,117 @@
+"""The scheduler's account in the verdict: where a slow (or fast) decode run's time went.
+
+For rules 3's ``decode-cv-high``: each run off the median is put beside the scheduler's account
+of it (kit.probe.schedstat), per generated token, against the median of the prompt's runs:
+
+- the time on a CPU per token of the engine's worker (its threads run the model; where the
+  account does not tell them apart, all the engine's threads) moved with the run's time per
+  token by at least ``EXPLAINS`` of it: the same work took longer on the CPU, or there was more
+  of it;
+- its time runnable but waiting for a CPU grew by at least ``EXPLAINS`` of the run's extra
+  time per token: the machine's CPUs were busy with something else;
+- neither: what it checked, which says that the threads were idle longer between steps.
+
+Reports whose records carry no account get no line. docs/noise.md, "The scheduler's account".
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kit.report.speed import EXPLAINS
+
+if TYPE_CHECKING:
+    from kit.bench import RequestRecord
+
+
+@dataclass(frozen=True)
+class PerToken:
+    """One run, in microseconds per generated token: the request's wall time, and the time on a
+    CPU and waiting for one of the engine's worker (where the account tells its threads apart:
+    they run the model, while the others also poll as they wait, so their time grows with any
+    slower run) or else of all the engine's threads."""
+
+    wall: float
+    run: float
+    wait: float
+    worker: bool
+
+
+def per_token(records: list[RequestRecord], prompt: str) -> dict[int, PerToken]:
+    """The measured runs of ``prompt`` that carry an account, by index."""
+    out: dict[int, PerToken] = {}
+    for r in records:
+        if r.prompt != prompt or r.phase != "measured" or r.cpu is None:
+            continue
+        if not r.completion_tokens or not r.wall_s:
+            continue
+        n, cpu = r.completion_tokens, r.cpu
+        if cpu.worker_run_us is not None and cpu.worker_wait_us is not None:
+            run, wait, worker = cpu.worker_run_us, cpu.worker_wait_us, True
+        else:
+            run, wait, worker = cpu.engine_run_us, cpu.engine_wait_us, False
+        out[r.index] = PerToken(r.wall_s * 1e6 / n, run / n, wait / n, worker)
+    return out
+
+
+def _pct(a: float, b: float) -> float:
+    return (a / b - 1) * 100 if b else 0.0
+
+
+def within_run(
+    prompt: str, runs: list[int], values: list[float], records: list[RequestRecord], off_pct: float
+) -> tuple[str | None, str | None]:
+    """For a noisy prompt: (a cause, where the account followed its runs off the median by more
+    than ``off_pct``; else what it checked). (None, None) without the account."""
+    acc = per_token(records, prompt)
+    have = [i for i in runs if i in acc]
+    if len(have) < 2:
+        return None, None
+    med = statistics.median(values)
+    off = [i for i, v in zip(runs, values, strict=True) if abs(v / med - 1) * 100 > off_pct]
+    off = [i for i in off if i in acc]
+    wall = statistics.median(acc[i].wall for i in have)
+    run = statistics.median(acc[i].run for i in have)
+    wait = statistics.median(acc[i].wait for i in have)
+    worked, waited, neither = [], [], []
+    for i in off:
+        a = acc[i]
+        extra, cpu_extra, wait_extra = a.wall - wall, a.run - run, a.wait - wait
+        if extra * cpu_extra > 0 and abs(cpu_extra) >= EXPLAINS * abs(extra):
+            worked.append(
+                f"#{i} {_pct(a.run, run):+.1f} % CPU time per token vs "
+                f"{_pct(a.wall, wall):+.1f} % time per token"
+            )
+        elif extra > 0 and wait_extra >= EXPLAINS * extra:
+            waited.append(f"#{i} +{wait_extra:,.0f} of +{extra:,.0f} us per token")
+        else:
+            neither.append(f"#{i}")
+    whose = "engine worker's" if all(acc[i].worker for i in have) else "engine's"
+    causes = []
+    if worked:
+        causes.append(
+            f"scheduler: the {whose} CPU time per token moved with the runs off the median "
+            f"({', '.join(worked)}): the same work took longer on the CPU, or there was more "
+            "of it"
+        )
+    if waited:
+        causes.append(
+            f"scheduler: the {whose} threads waited for a CPU in the runs off the median "
+            f"({', '.join(waited)}): the CPUs were busy with other work"
+        )
+    if causes:
+        rest = f"; not with {', '.join(neither)}" if neither else ""
+        return "; ".join(causes) + rest, None
+    spread = max(abs(_pct(acc[i].run, run)) for i in have)
+    checked = (
+        f"scheduler: the {whose} CPU time per token within ±{spread:.1f} % of its median and "
+        f"its wait for a CPU {wait:,.0f} us per token of {wall:,.0f}"
+    )
+    if off:
+        checked += (
+            f"; neither followed the runs off the median ({', '.join(neither)}): its threads "
+            "were idle longer between steps"
+        )
+    return None, checked
