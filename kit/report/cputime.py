@@ -1,7 +1,8 @@
 """The scheduler's account in the verdict: where a slow (or fast) decode run's time went.
 
-For rules 3's ``decode-cv-high``: each run off the median is put beside the scheduler's account
-of it (kit.probe.schedstat), per generated token, against the median of the prompt's runs:
+Within a run, for rules 3's ``decode-cv-high`` (:func:`within_run`): each run off the median is
+put beside the scheduler's account of it (kit.probe.schedstat), per generated token, against the
+median of the prompt's runs:
 
 - the time on a CPU per token of the engine's worker (its threads run the model; where the
   account does not tell them apart, all the engine's threads) moved with the run's time per
@@ -11,7 +12,9 @@ of it (kit.probe.schedstat), per generated token, against the median of the prom
   time per token: the machine's CPUs were busy with something else;
 - neither: what it checked, which says that the threads were idle longer between steps.
 
-Reports whose records carry no account get no line. docs/noise.md, "The scheduler's account".
+Between runs, for the reproduction verdict (:func:`between_runs`): for each decode figure outside
+its band, the two reports' medians per token, the same way. Reports whose records carry no
+account get no line. docs/noise.md, "The scheduler's account".
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kit.report.speed import EXPLAINS
+from kit.report.speed import EXPLAINS, SpeedLines
 
 if TYPE_CHECKING:
     from kit.bench import RequestRecord
+    from kit.report.schema import Report
+    from kit.report.verdict import FigureCheck
 
 
 @dataclass(frozen=True)
@@ -115,3 +120,64 @@ def within_run(
             "were idle longer between steps"
         )
     return None, checked
+
+
+def _medians(report: Report, prompt: str) -> PerToken | None:
+    """A prompt's medians per token over its measured runs with an account (the worker's
+    where every run tells it apart); None without any."""
+    if report.bench is None:
+        return None
+    acc = list(per_token(report.bench.records, prompt).values())
+    if not acc:
+        return None
+    return PerToken(
+        wall=statistics.median(a.wall for a in acc),
+        run=statistics.median(a.run for a in acc),
+        wait=statistics.median(a.wait for a in acc),
+        worker=all(a.worker for a in acc),
+    )
+
+
+def _between(check: FigureCheck, a: PerToken, b: PerToken, out: SpeedLines) -> None:
+    figure = f"{check.metric} {check.delta_pct or 0.0:+.1f} %"
+    whose = "engine worker's" if a.worker and b.worker else "engine's"
+    extra, cpu_extra, wait_extra = b.wall - a.wall, b.run - a.run, b.wait - a.wait
+    seen = (
+        f"{whose} CPU time per token {_pct(b.run, a.run):+.1f} % ({a.run:,.0f} -> {b.run:,.0f} "
+        f"us) against time per token {_pct(b.wall, a.wall):+.1f} %"
+    )
+    if extra * cpu_extra > 0 and abs(cpu_extra) >= EXPLAINS * abs(extra):
+        work = "less" if cpu_extra < 0 else "more"
+        out.causes.append(
+            f"scheduler: {figure}: the re-run's {whose} threads needed {work} CPU time for the "
+            f"same tokens ({seen}): the same work ran {'faster' if work == 'less' else 'slower'} "
+            "on the CPU, or there was less or more of it"
+        )
+        out.summary = out.summary or f"; scheduler: the re-run's engine needed {work} CPU time"
+    elif extra > 0 and wait_extra >= EXPLAINS * extra:
+        out.causes.append(
+            f"scheduler: {figure}: the re-run's {whose} threads waited for a CPU "
+            f"(+{wait_extra:,.0f} of +{extra:,.0f} us per token): the CPUs were busy with other "
+            "work"
+        )
+        out.summary = out.summary or "; scheduler: the re-run's engine waited for a CPU"
+    else:
+        out.checked.append(f"scheduler: {seen}: not the cause of {figure}")
+
+
+def between_runs(a: Report, b: Report, outside: list[FigureCheck]) -> SpeedLines:
+    """For each decode figure outside its band: whether the two runs' accounts per token say
+    where the change went (a cause), or not (checked)."""
+    out = SpeedLines()
+    if a.bench is None:
+        return out
+    for check in outside:
+        prompt = next(
+            (p.prompt for p in a.bench.prompts if check.metric == f"{p.prompt} decode TPS"), None
+        )
+        if prompt is None:
+            continue
+        ma, mb = _medians(a, prompt), _medians(b, prompt)
+        if ma is not None and mb is not None:
+            _between(check, ma, mb, out)
+    return out

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from kit.noise import FLOOR_PCT, MAX_BAND_PCT
 from kit.report.comparability import checkpoint_match, comparability
+from kit.report.cputime import between_runs as cpu_between_runs
 from kit.report.deltas import MetricDelta, figure_delta
 from kit.report.figures import figures
 from kit.report.plausible import of_recipe
@@ -187,15 +188,17 @@ def judge(
     ] + [f"{f.metric}: not measured by the re-run" for f in missing]
     if differing:
         speed = between_runs(original, new, outside)
-        seen = speed.causes + likely_causes(original, new) or [
+        cpu = cpu_between_runs(original, new, outside)
+        seen = speed.causes + cpu.causes + likely_causes(original, new) or [
             "none that kit can see: the reports show the same hardware, engine, patches and "
             "settings, and quiet hosts"
         ]
-        causes = seen + speed.checked
+        causes = seen + speed.checked + cpu.checked
         return Reproduction(
             verdict="DIFFERENT",
             summary=f"DIFFERENT: {len(outside) + len(missing)} of {len(figures_)} headline "
-            f"figures outside their noise bands{_ways(outside)}{speed.summary}{other}",
+            f"figures outside their noise bands{_ways(outside)}{speed.summary or cpu.summary}"
+            f"{other}",
             differing=differing,
             causes=causes,
             not_comparable=[],

@@ -13,6 +13,7 @@ from kit.bench import RequestRecord
 from kit.probe.schedstat import CpuAccount
 from kit.report import Report
 from kit.report.files import read_report
+from kit.report.reproduction import judge
 from kit.report.validity import verdict
 
 NOISY = [100.0, 120.0, 95.0, 118.0, 101.0]  # median 101: #1 +18.8 %, #2 -5.9 %, #3 +16.8 %
@@ -110,3 +111,45 @@ def test_without_the_account_or_under_rules_2_nothing_is_said_of_it(a: Report) -
     old = report.model_copy(update={"bench": report.bench.model_copy(update={"records": records})})
     assert "scheduler" not in cv_message(old)
     assert "scheduler" not in cv_message(report, rules=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# between runs
+
+STEADY = [100.0, 101.0, 99.0, 100.0, 100.5]
+SLOWER = [v * 0.85 for v in STEADY]
+
+
+def test_a_rerun_whose_worker_needed_more_cpu_time_names_it(a: Report) -> None:
+    original = accounted(a, STEADY, [0.8 * t for t in per_token(STEADY)], [0.0] * 5, worker=True)
+    rerun = accounted(a, SLOWER, [0.8 * t for t in per_token(SLOWER)], [0.0] * 5, worker=True)
+    result = judge(original, rerun)
+    assert result.verdict == "DIFFERENT"
+    assert result.summary.endswith(
+        "outside their noise bands, lower (worse); scheduler: the re-run's engine needed more CPU "
+        "time"
+    )
+    assert result.causes[0] == (
+        "scheduler: code decode TPS -15.0 %: the re-run's engine worker's threads needed more CPU "
+        "time for the same tokens (engine worker's CPU time per token +17.6 % (8,000 -> 9,412 us) "
+        "against time per token +17.6 %): the same work ran slower on the CPU, or there was less "
+        "or more of it"
+    )
+
+
+def test_a_rerun_whose_worker_waited_or_did_neither(a: Report) -> None:
+    original = accounted(a, STEADY, [8_000.0] * 5, [0.0] * 5, worker=True)
+    waited = accounted(a, SLOWER, [8_000.0] * 5, [1_500.0] * 5, worker=True)
+    result = judge(original, waited)
+    assert result.causes[0] == (
+        "scheduler: code decode TPS -15.0 %: the re-run's engine worker's threads waited for a CPU "
+        "(+1,500 of +1,765 us per token): the CPUs were busy with other work"
+    )
+    idle = judge(original, accounted(a, SLOWER, [8_000.0] * 5, [0.0] * 5, worker=True))
+    assert "scheduler" not in idle.summary
+    assert idle.causes[-1] == (
+        "scheduler: engine worker's CPU time per token +0.0 % (8,000 -> 8,000 us) against time "
+        "per token +17.6 %: not the cause of code decode TPS -15.0 %"
+    )
+    without = judge(a, accounted(a, SLOWER, [8_000.0] * 5, [0.0] * 5, worker=True))
+    assert not any("scheduler" in c for c in without.causes)  # one side has no account
