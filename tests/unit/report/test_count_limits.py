@@ -42,13 +42,13 @@ def test_three_million_notes_are_refused_without_walking_them() -> None:
 
 def test_each_named_cap_and_the_default() -> None:
     data = copy.deepcopy(BASE)
-    data["bench"]["records"] = data["bench"]["records"] * 500  # 15,000
+    data["bench"]["records"] = data["bench"]["records"] * 500  # 21,000
     data["bench"]["prompts"][0]["extra"] = list(range(10_001))
     data["gpu_sampling"] = {"samples": [0] * 100_001}
     data["server"]["argv"] = ["x" * (MAX_STRING + 1)]
     assert count_problems(data) == [
         "bench.prompts[0].extra: 10001 items, over the limit of 10000",
-        "bench.records: 15000 items, over the limit of 10000",
+        "bench.records: 21000 items, over the limit of 10000",
         "gpu_sampling.samples: 100001 items, over the limit of 100000",
         f"server.argv[0]: {MAX_STRING + 1} characters, over the limit of {MAX_STRING}",
     ]

@@ -135,7 +135,7 @@ def test_valid_signed_report_passes_every_item(
     assert checklist.item("signature").detail == f"valid signature by {keyid}"
     assert checklist.item("summaries").detail == (
         "2 prompt(s), 2 prefill depth(s), spec decode, GPU sampling summaries (0 readings): "
-        "recomputed from 30 raw records"
+        "recomputed from 42 raw records"
     )
     text = checklist.render()
     assert text.splitlines()[0] == "kit report verify: <bytes>"
@@ -497,7 +497,7 @@ def test_complete_status_with_an_incomplete_bench_fails(unsigned: bytes) -> None
         p["bench"]["records"] = p["bench"]["records"][:-1]
 
     checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
-    assert "prefill-1536 prefill: 4 requests in a complete run, planned 5" in (
+    assert "prefill-1536 prefill: 10 requests in a complete run, planned 11" in (
         checklist.item("records").problems
     )
     assert checklist.item("summaries").ok is False
