@@ -126,8 +126,8 @@ class Bencher:
         # the host-speed witness (kit.probe.hostspeed), read before each measured request while
         # the server is idle; None: not run (a server on another host)
         self.host_speed: Callable[[], HostSpeed | None] | None = None
-        # the scheduler's account of each measured request (kit.probe.schedstat), read just
-        # before and after it, outside its timing; None: not read (not kit's server)
+        # the scheduler's account of each measured and prefill request (kit.probe.schedstat),
+        # read just before and after it, outside its timing; None: not read (not kit's server)
         self.cpu_clock: EngineClock | None = None
         self.soft_failures: list[str] = []  # measurements that failed without ending the bench
         # a load run's requests as drawn (load_plan), for vLLM's side to send the same ones
@@ -148,7 +148,7 @@ class Bencher:
     ) -> RequestRecord:
         measured = tag.phase == "measured"
         speed = self.host_speed() if self.host_speed and measured else None
-        clock = self.cpu_clock if measured else None
+        clock = self.cpu_clock if measured or tag.phase == "prefill" else None
         before = clock.snapshot() if clock else None
         rec = self.streams.stream(body, tag, StreamLimits.of(self.bench, first_token_s))
         if clock and before is not None:

@@ -100,9 +100,9 @@ class RequestRecord(KitModel):
     )
     cpu: CpuAccount | None = Field(
         None,
-        description="Sequential measured runs against a server kit started on this host: the "
-        "scheduler's account of the request (Linux schedstat: its threads' time on a CPU and "
-        "waiting for one), absent elsewhere (docs/noise.md).",
+        description="Sequential measured and prefill runs against a server kit started on "
+        "this host: the scheduler's account of the request (Linux schedstat: its threads' time "
+        "on a CPU and waiting for one), absent elsewhere (docs/noise.md).",
     )
 
     @model_validator(mode="before")

@@ -12,8 +12,9 @@ median of the prompt's runs:
   time per token: the machine's CPUs were busy with something else;
 - neither: what it checked, which says that the threads were idle longer between steps.
 
-Between runs, for the reproduction verdict (:func:`between_runs`): for each decode figure outside
-its band, the two reports' medians per token, the same way. Reports whose records carry no
+Between runs, for the reproduction verdict (:func:`between_runs`): for each decode or prefill
+figure outside its band, the two reports' medians per token (per request for prefill), the same
+way. Reports whose records carry no
 account get no line. docs/noise.md, "The scheduler's account".
 """
 
@@ -44,15 +45,19 @@ class PerToken:
     worker: bool
 
 
-def per_token(records: list[RequestRecord], prompt: str) -> dict[int, PerToken]:
-    """The measured runs of ``prompt`` that carry an account, by index."""
+def per_token(
+    records: list[RequestRecord], prompt: str, phase: str = "measured"
+) -> dict[int, PerToken]:
+    """The runs of ``prompt`` in ``phase`` that carry an account, by index; per generated token
+    for decode runs, per request for prefill runs (their figure is the prompt's, not the
+    tokens')."""
     out: dict[int, PerToken] = {}
     for r in records:
-        if r.prompt != prompt or r.phase != "measured" or r.cpu is None:
+        if r.prompt != prompt or r.phase != phase or r.cpu is None:
             continue
         if not r.completion_tokens or not r.wall_s:
             continue
-        n, cpu = r.completion_tokens, r.cpu
+        n, cpu = (r.completion_tokens if phase == "measured" else 1), r.cpu
         if cpu.worker_run_us is not None and cpu.worker_wait_us is not None:
             run, wait, worker = cpu.worker_run_us, cpu.worker_wait_us, True
         else:
@@ -122,12 +127,12 @@ def within_run(
     return None, checked
 
 
-def _medians(report: Report, prompt: str) -> PerToken | None:
-    """A prompt's medians per token over its measured runs with an account (the worker's
+def _medians(report: Report, prompt: str, phase: str) -> PerToken | None:
+    """A prompt's (or prefill depth's) medians over its runs with an account (the worker's
     where every run tells it apart); None without any."""
     if report.bench is None:
         return None
-    acc = list(per_token(report.bench.records, prompt).values())
+    acc = list(per_token(report.bench.records, prompt, phase).values())
     if not acc:
         return None
     return PerToken(
@@ -138,26 +143,26 @@ def _medians(report: Report, prompt: str) -> PerToken | None:
     )
 
 
-def _between(check: FigureCheck, a: PerToken, b: PerToken, out: SpeedLines) -> None:
+def _between(check: FigureCheck, a: PerToken, b: PerToken, unit: str, out: SpeedLines) -> None:
     figure = f"{check.metric} {check.delta_pct or 0.0:+.1f} %"
     whose = "engine worker's" if a.worker and b.worker else "engine's"
     extra, cpu_extra, wait_extra = b.wall - a.wall, b.run - a.run, b.wait - a.wait
     seen = (
-        f"{whose} CPU time per token {_pct(b.run, a.run):+.1f} % ({a.run:,.0f} -> {b.run:,.0f} "
-        f"us) against time per token {_pct(b.wall, a.wall):+.1f} %"
+        f"{whose} CPU time per {unit} {_pct(b.run, a.run):+.1f} % ({a.run:,.0f} -> "
+        f"{b.run:,.0f} us) against time per {unit} {_pct(b.wall, a.wall):+.1f} %"
     )
     if extra * cpu_extra > 0 and abs(cpu_extra) >= EXPLAINS * abs(extra):
         work = "less" if cpu_extra < 0 else "more"
         out.causes.append(
             f"scheduler: {figure}: the re-run's {whose} threads needed {work} CPU time for the "
-            f"same tokens ({seen}): the same work ran {'faster' if work == 'less' else 'slower'} "
+            f"same {unit}s ({seen}): the same work ran {'faster' if work == 'less' else 'slower'} "
             "on the CPU, or there was less or more of it"
         )
         out.summary = out.summary or f"; scheduler: the re-run's engine needed {work} CPU time"
     elif extra > 0 and wait_extra >= EXPLAINS * extra:
         out.causes.append(
             f"scheduler: {figure}: the re-run's {whose} threads waited for a CPU "
-            f"(+{wait_extra:,.0f} of +{extra:,.0f} us per token): the CPUs were busy with other "
+            f"(+{wait_extra:,.0f} of +{extra:,.0f} us per {unit}): the CPUs were busy with other "
             "work"
         )
         out.summary = out.summary or "; scheduler: the re-run's engine waited for a CPU"
@@ -165,19 +170,30 @@ def _between(check: FigureCheck, a: PerToken, b: PerToken, out: SpeedLines) -> N
         out.checked.append(f"scheduler: {seen}: not the cause of {figure}")
 
 
+def _runs_of(report: Report, metric: str) -> tuple[str, str, str] | None:
+    """The records behind a figure: (prompt, phase, the unit its account is divided by)."""
+    b = report.bench
+    if b is None:
+        return None
+    for p in b.prompts:
+        if metric == f"{p.prompt} decode TPS":
+            return p.prompt, "measured", "token"
+    for pf in b.prefill:
+        if metric == f"prefill {pf.depth}":  # as kit.report.figures names it
+            return f"prefill-{pf.depth}", "prefill", "request"
+    return None
+
+
 def between_runs(a: Report, b: Report, outside: list[FigureCheck]) -> SpeedLines:
-    """For each decode figure outside its band: whether the two runs' accounts per token say
+    """For each decode or prefill figure outside its band: whether the two runs' accounts say
     where the change went (a cause), or not (checked)."""
     out = SpeedLines()
-    if a.bench is None:
-        return out
     for check in outside:
-        prompt = next(
-            (p.prompt for p in a.bench.prompts if check.metric == f"{p.prompt} decode TPS"), None
-        )
-        if prompt is None:
+        runs = _runs_of(a, check.metric)
+        if runs is None:
             continue
-        ma, mb = _medians(a, prompt), _medians(b, prompt)
+        prompt, phase, unit = runs
+        ma, mb = _medians(a, prompt, phase), _medians(b, prompt, phase)
         if ma is not None and mb is not None:
-            _between(check, ma, mb, out)
+            _between(check, ma, mb, unit, out)
     return out

@@ -153,3 +153,43 @@ def test_a_rerun_whose_worker_waited_or_did_neither(a: Report) -> None:
     )
     without = judge(a, accounted(a, SLOWER, [8_000.0] * 5, [0.0] * 5, worker=True))
     assert not any("scheduler" in c for c in without.causes)  # one side has no account
+
+
+def prefill_accounted(report: Report, slower: float, cpu_share: float) -> Report:
+    """The report with its prefill-512 runs ``slower`` times as long (first token and wall), each
+    carrying an account whose worker ran ``cpu_share`` of its wall time; the stored prefill
+    headlines dropped, so the records speak."""
+    assert report.bench is not None
+    records = []
+    for r in report.bench.records:
+        if r.prompt == "prefill-512" and r.phase == "prefill" and r.ttft_s and r.wall_s:
+            wall_us = r.wall_s * slower * 1e6
+            cpu = CpuAccount(
+                engine_run_us=wall_us, engine_wait_us=0.0, worker_run_us=wall_us * cpu_share,
+                worker_wait_us=0.0, client_run_us=10.0, client_wait_us=0.0,
+            )  # fmt: skip
+            r = r.model_copy(
+                update={"ttft_s": r.ttft_s * slower, "wall_s": r.wall_s * slower, "cpu": cpu}
+            )
+        records.append(r)
+    prefill = [pf.model_copy(update={"headline": None}) for pf in report.bench.prefill]
+    bench = report.bench.model_copy(update={"records": records, "prefill": prefill})
+    return report.model_copy(update={"bench": bench})
+
+
+def test_a_slower_prefill_whose_worker_needed_more_cpu_time_names_it(a: Report) -> None:
+    original = prefill_accounted(a, 1.0, 0.9)
+    result = judge(original, prefill_accounted(a, 1.2, 0.9))
+    assert result.verdict == "DIFFERENT"
+    cause = next(c for c in result.causes if c.startswith("scheduler: prefill 512"))
+    assert "the re-run's engine worker's threads needed more CPU time for the same requests" in (
+        cause
+    )
+    assert "CPU time per request +20.0 %" in cause and "against time per request +20.0 %" in cause
+    # the same CPU time for a slower prefill: not the cause
+    steady = judge(original, prefill_accounted(a, 1.2, 0.75))
+    assert any(
+        c.startswith("scheduler: engine worker's CPU time per request +0.0 %")
+        and c.endswith("not the cause of prefill 512 -16.7 %")
+        for c in steady.causes
+    )
