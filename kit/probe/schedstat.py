@@ -18,8 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from kit.base import KitModel
-
-PROC = Path("/proc")
+from kit.probe.procfs import PROC, process_tree
 
 
 class CpuAccount(KitModel):
@@ -58,28 +57,6 @@ def read_schedstat(path: Path) -> tuple[int, int] | None:
         return None
 
 
-def children_of(pid: int, proc: Path = PROC) -> set[int]:
-    """Every descendant of ``pid`` (from each process's parent in /proc/PID/stat)."""
-    parent: dict[int, int] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # the fields after the command (which may hold spaces and parentheses): state, ppid
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            parent[int(entry.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {c for c, p in parent.items() if p in frontier and c not in found}
-        found |= frontier
-    return found
-
-
 @dataclass(frozen=True)
 class EngineClock:
     """Reads the scheduler's account of kit's process (the client) and its descendants (the
@@ -95,7 +72,7 @@ class EngineClock:
         me = os.getpid()
         skip = set(self.exclude())
         out: Snapshot = {}
-        for pid in {me} | children_of(me, self.proc):
+        for pid in process_tree({me}, self.proc):  # kit and its descendants
             if pid in skip:
                 continue
             part = "client" if pid == me else self._part(pid)
