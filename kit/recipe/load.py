@@ -202,6 +202,11 @@ def _apply_override(data: dict[str, Any], parts: list[str], value: Any) -> None:
     last = parts[-1]
     if isinstance(node, list) and last.isdigit() and int(last) < len(node):
         node[int(last)] = value
+    elif isinstance(node, dict) and last in TAG_FIELDS and value == "none" != node.get(last):
+        # speculative.method=none, quantization.method=none: nothing of the section's settings
+        # applies any more, so the section is replaced (later --set keys still apply)
+        node.clear()
+        node[last] = value
     elif isinstance(node, dict):
         node[last] = value
     else:

@@ -221,6 +221,12 @@ def engine_info(env: EngineEnv, image: ImageRef | None = None) -> EngineInfo:
     )
 
 
+def local_utc_offset_s() -> int:
+    """Seconds this host's local time is ahead of UTC, now."""
+    offset = dt.datetime.now().astimezone().utcoffset()
+    return int(offset.total_seconds()) if offset is not None else 0
+
+
 def server_info(server: RunningServer, runtime: Literal["native", "compose"]) -> ServerInfo:
     return ServerInfo(
         runtime=runtime,
@@ -228,7 +234,8 @@ def server_info(server: RunningServer, runtime: Literal["native", "compose"]) ->
         env=server.env,
         boot_s=server.boot_s,
         log_file=server.log_path.name,
-        engine_choices=read_engine_choices(server.log_path),
+        # kit started it on this host: its log prints this host's local time
+        engine_choices=read_engine_choices(server.log_path, utc_offset_s=local_utc_offset_s()),
         nodes=[node_info(n) for n in server.nodes] or None,
     )
 

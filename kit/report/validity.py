@@ -27,9 +27,12 @@ from kit.bench.held import BURST_S, burst
 from kit.probe import Finding, GpuSampling, HostProbe, host_load_findings, probe_findings
 from kit.quality import quality_findings
 from kit.report.causes import decode_findings, synthetic_findings
+from kit.report.jit import place_jit
 from kit.report.verdict import Validity
 
 if TYPE_CHECKING:
+    from kit.bench import RequestRecord
+    from kit.enginelog import EngineChoices
     from kit.report.schema import Report
 
 RULES = 3  # the verdict rules new reports are judged by
@@ -41,6 +44,28 @@ CLIENT_BUSY_PCT = 90.0
 
 def _finding(code: str, severity: str, message: str) -> Finding:
     return Finding.model_validate({"code": code, "severity": severity, "message": message})
+
+
+def _jit_findings(choices: EngineChoices, records: list[RequestRecord]) -> list[Finding]:
+    """A compile inside a measured request stalled it; one in a warm-up or the quality probe
+    touched no figure. A compile kit cannot place (no time recorded: reports written before
+    2026-12-07, servers kit did not start) counts, as it always did."""
+    placed = place_jit(choices, records)
+    inside = [f"{p.event.kernel} at {p.event.logged_at} in {p.request}" for p in placed.inside]
+    names = inside + placed.unplaced
+    if not names:
+        return []
+    where = "inside the request named" if inside else "the server log has the time"
+    return [
+        _finding(
+            "engine-jit-while-serving",
+            "warning",
+            f"the engine compiled {', '.join(names)} while serving (its log: 'JIT compilation "
+            "during inference'): the requests in flight when it first met that shape stalled, "
+            "and a point or run then reads slower than the server is (warm up at each point's "
+            f"concurrency; {where})",
+        )
+    ]
 
 
 def _bench_findings(report: Report, rules: int) -> list[Finding]:
@@ -115,16 +140,7 @@ def _bench_findings(report: Report, rules: int) -> list[Finding]:
         )
     choices = report.server.engine_choices if report.server else None
     if choices is not None and choices.jit_kernels:
-        found.append(
-            _finding(
-                "engine-jit-while-serving",
-                "warning",
-                f"the engine compiled {', '.join(choices.jit_kernels)} while serving (its log: "
-                "'JIT compilation during inference'): the requests in flight when it first met "
-                "that shape stalled, and a point or run then reads slower than the server is "
-                "(warm up at each point's concurrency; the server log has the time)",
-            )
-        )
+        found.extend(_jit_findings(choices, bench.records))
     speculative = report.recipe.get("speculative") or {}
     if speculative.get("method", "none") != "none":
         spec = bench.spec_decode

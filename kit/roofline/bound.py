@@ -39,7 +39,10 @@ class PromptRoofline(KitModel):
     )
     bound_tps: float = Field(description="L / step bound: the memory-bandwidth bound, tok/s.")
     plain_bound_tps: float = Field(description="BW / B_target: the bound without a draft.")
-    measured_decode_tps: float | None = Field(description="kit's mean decode TPS.")
+    measured_decode_tps: float | None = Field(
+        description="kit's headline decode TPS: the median of the runs the headline uses (the "
+        "mean of every usable run in reports written before 2026-12-07)."
+    )
     efficiency_pct: float | None = Field(description="measured / bound_tps, percent.")
     plain_efficiency_pct: float | None = Field(description="measured / plain_bound_tps, percent.")
 
@@ -196,7 +199,7 @@ def roofline(result: BenchResult, deployment: Deployment, bandwidth: Bandwidth) 
             prompt_bound(
                 p.prompt,
                 context,
-                p.decode_tps.mean,
+                p.headline.value if p.headline is not None else p.decode_tps.mean,
                 p.spec_decode,
                 setup,
             )

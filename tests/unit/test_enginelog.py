@@ -214,3 +214,15 @@ def test_kernels_compiled_while_serving_are_read_from_the_whole_log(tmp_path: Pa
     capped = read_engine_choices(log, max_bytes=len(CPU_FALLBACK_LOG))
     assert capped is not None and capped.attention_backend == "CPU_ATTN"
     assert capped.jit_kernels == ["_topk_topp_kernel", "_k_topp_kernel"]
+
+
+def test_each_compile_keeps_its_log_time() -> None:
+    later = JIT_LINE.replace("06:46:32", "06:47:05")
+    choices = parse_engine_log(CPU_FALLBACK_LOG + JIT_LINE * 2 + later)
+    assert choices.jit_kernels == ["_topk_topp_kernel"]
+    assert [(e.kernel, e.logged_at) for e in choices.jit_events] == [
+        ("_topk_topp_kernel", "12-02 06:46:32"),
+        ("_topk_topp_kernel", "12-02 06:47:05"),
+    ]
+    # the server's clock is the caller's to say: the log does not
+    assert choices.log_utc_offset_s is None

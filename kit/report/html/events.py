@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kit.report.html.layout import html_table, paragraph, section
 from kit.report.html.windows import ClockEvent, clock_events
+from kit.report.jit import place_jit
 from kit.report.schema import Report
 
 NOT_RECORDED = "not recorded in the report"
@@ -15,11 +16,22 @@ def _jit_rows(report: Report) -> list[tuple[str, str, str, str]]:
     choices = report.server.engine_choices if report.server is not None else None
     if choices is None:
         return []
-    when = f"{NOT_RECORDED} (the server log, {choices.source}, has the time)"
-    return [
-        ("engine JIT compile while serving", kernel, when, NOT_RECORDED)
-        for kernel in choices.jit_kernels
+    placed = place_jit(choices, report.bench.records if report.bench else [])
+    rows = [
+        (
+            "engine JIT compile while serving",
+            p.event.kernel,
+            f"{p.event.logged_at} (server log)",
+            p.request or "outside every measured request",
+        )
+        for p in [*placed.inside, *placed.outside]
     ]
+    when = f"{NOT_RECORDED} (the server log, {choices.source}, has the time)"
+    rows += [
+        ("engine JIT compile while serving", kernel, when, NOT_RECORDED)
+        for kernel in placed.unplaced
+    ]
+    return rows
 
 
 def clock_when(e: ClockEvent) -> str:
@@ -50,8 +62,11 @@ def events_section(report: Report, label: str | None = None) -> str | None:
         notes.append(
             f"Times are on the GPU sampler's clock (started {report.gpu_sampling.started_at})."
         )
-    if jit:
-        notes.append("The report keeps the names of the kernels the engine compiled, not when.")
+    if any(row[2].startswith(NOT_RECORDED) for row in jit):
+        notes.append(
+            "For a report written before kit recorded when the engine compiled, or a server "
+            "kit did not start, only the kernels' names are known."
+        )
     caption = paragraph(" ".join(notes), "muted") if notes else ""
     table = html_table(("warning", "what", "when", "where (prompt or load point)"), rows, (), label)
     return section("events", "Where warnings hit", table + caption, label)

@@ -262,3 +262,17 @@ def test_a_real_acceptance_run_is_rendered_as_before(fixtures_dir: Path) -> None
 def test_a_geometric_mean_at_either_end_gives_exact_rates(mean: float, rate: float) -> None:
     # none or all accepted: vLLM gets exactly 0 or 1, not a rate a hair inside the end
     assert geometric_rates(solve_conditional(mean, 7), 7) == [rate] * 7
+
+
+def test_a_no_draft_baseline_is_one_override(fixtures_dir: Path) -> None:
+    """``--set speculative.method=none`` drops the whole section: the draft, its tokens and the
+    synthetic acceptance go with the method."""
+    path = fixtures_dir / "recipes" / "h200-synthetic-int4-dflash2-seed-acceptance.yaml"
+    assert load_recipe(path).recipe.speculative.synthetic_acceptance is not None
+    spec = load_recipe(path, ["speculative.method=none"]).recipe.speculative
+    assert (spec.method, spec.num_speculative_tokens, spec.draft) == ("none", 0, None)
+    assert spec.synthetic_acceptance is None
+    # the same for a quantization: method none takes none of autoround's settings
+    quant = load_recipe(path, ["quantization.method=none"]).recipe.quantization
+    assert quant.method == "none"
+    # another method keeps the section's other settings (dflash2 for dflash: test_recipe_dflash2)

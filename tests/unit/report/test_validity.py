@@ -229,3 +229,46 @@ def test_a_kernel_compiled_while_serving_is_a_warning(base: Report) -> None:
     assert jit[0].message.startswith("the engine compiled _k while serving")
     codes = [f.code for f in verdict(with_log("INFO nothing compiled\n")).reasons]
     assert "engine-jit-while-serving" not in codes
+
+
+# the real line of the 2026-12-03 H200 DFlash2 run: vLLM met this shape in narrative warm-up #0
+JIT_AT_WARMUP = (
+    "(EngineCore pid=3014) WARNING 12-03 05:43:21 [jit_monitor.py:135] Triton kernel JIT "
+    "compilation during inference: _prepare_dflash_inputs_kernel. This causes a latency spike; "
+    "consider extending warmup to cover this shape/config.\n"
+)
+
+
+def test_a_compile_counts_only_inside_a_measured_request(fixtures_dir: Path) -> None:
+    import datetime as dt
+
+    from kit.enginelog import parse_engine_log
+
+    path = fixtures_dir / "results" / "h200-dflash2-2026-12-03" / "int4-dflash2.report.json"
+    run = read_report(path, allow_untrusted=True)[0]
+    assert run.bench is not None and run.server is not None
+
+    def jit(line: str, offset: int | None) -> list[str]:
+        choices = parse_engine_log(line).model_copy(update={"log_utc_offset_s": offset})
+        server = run.server.model_copy(update={"engine_choices": choices})  # type: ignore[union-attr]
+        again = run.model_copy(update={"server": server})
+        reasons = verdict_now(again, again.host, again.gpu_sampling).reasons
+        return [f.message for f in reasons if f.code == "engine-jit-while-serving"]
+
+    # the server's clock in UTC, or two hours ahead of it: warm-up #0, outside every figure
+    assert jit(JIT_AT_WARMUP, 0) == []
+    assert jit(JIT_AT_WARMUP.replace("05:43:21", "07:43:21"), 7200) == []
+    # the same compile a second into measured run #0 stalled it, and the warning says where
+    first = next(r for r in run.bench.records if r.phase == "measured")
+    at = dt.datetime.fromisoformat(first.started_at) + dt.timedelta(seconds=1)
+    inside = JIT_AT_WARMUP.replace("12-03 05:43:21", at.strftime("%m-%d %H:%M:%S"))
+    [message] = jit(inside, 0)
+    assert message.startswith(
+        f"the engine compiled _prepare_dflash_inputs_kernel at {at:%m-%d %H:%M:%S} in "
+        f"{first.prompt} measured #{first.index} while serving"
+    )
+    # where the server's clock is not known (a report written before it was recorded, a
+    # server kit did not start), every compile counts, in the words such reports carry
+    [old] = jit(JIT_AT_WARMUP, None)
+    assert old.startswith("the engine compiled _prepare_dflash_inputs_kernel while serving")
+    assert old.endswith("(warm up at each point's concurrency; the server log has the time)")

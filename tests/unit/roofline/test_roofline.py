@@ -257,3 +257,27 @@ def test_header_errors(tmp_path: Path) -> None:
         read_safetensors_header(bad)
     with pytest.raises(BadInputError, match=r"config\.json"):
         model_bytes(tmp_path)
+
+
+def test_the_efficiency_is_of_the_headline(target_dir: Path, fixtures_dir: Path) -> None:
+    """The measured figure set against the bound is the prompt's headline (the median of the
+    runs it uses), the figure kit leads with, not the mean of every run."""
+    from kit.report.files import read_report
+    from kit.roofline import Bandwidth, Deployment, roofline
+
+    report = read_report(fixtures_dir / "reports" / "cpu-tiny-a.json", allow_unsigned=True)[0]
+    assert report.bench is not None
+    bw = Bandwidth(
+        method="datasheet",
+        measured=[],
+        datasheet_gbps=1000.0,
+        used_gbps=1000.0,
+        used_source="datasheet",
+    )
+    d = Deployment(target_dir, None, "none", 0, 1, "auto")
+    roof = roofline(report.bench, d, bw)
+    for p, row in zip(report.bench.prompts, roof.prompts, strict=True):
+        assert p.headline is not None and p.headline.value is not None
+        assert p.headline.value != p.decode_tps.mean  # the fixture tells the two apart
+        assert row.measured_decode_tps == p.headline.value
+        assert row.efficiency_pct == pytest.approx(p.headline.value / row.bound_tps * 100)
