@@ -18,6 +18,9 @@
 #                                      --fidelity ROUNDS against it (KIT_EXTRA: --set ...) -> $OUT/TAG
 #   scripts/gpu-run.sh client-bench TAG     # experiments/{load-client,load-scaling}.py -> $OUT/TAG
 #   scripts/gpu-run.sh autoround-24gb TAG   # experiments/autoround-24gb.py -> $OUT/TAG
+#   scripts/gpu-run.sh checkpoint TAG DIR   # experiments/checkpoint-hosts.py: cpu-tiny from the
+#                                      model bytes in DIR/home/models on this host's CPU and GPU,
+#                                      against DIR/build.json and DIR/reference (its checkpoint)
 #   scripts/gpu-run.sh detach JOB 'STAGE ARGS' ['STAGE ARGS' ...]   # the stages one after
 #                                      another in their own session, outliving this call while
 #                                      the host stays warm; output in $JOBS/JOB (log, out/)
@@ -138,6 +141,14 @@ st = load_payload(open_envelope_file(Path(sys.argv[1])))["status"]; print("gate:
     timeout --kill-after=20 "${3:-560}" python3 "$ROOT/experiments/autoround-24gb.py" \
       --out "$OUT/$TAG/autoround-24gb.json" 2> "$OUT/$TAG/autoround.log"
     echo "autoround-24gb $TAG: exit $?"; cat "$OUT/$TAG/autoround-24gb.json" 2>/dev/null
+    ;;
+  checkpoint)
+    TAG=${2:?checkpoint TAG DIR}; SEED=${3:?checkpoint TAG DIR}; mkdir -p "$OUT/$TAG"
+    timeout --kill-after=20 "${4:-500}" python3 "$ROOT/experiments/checkpoint-hosts.py" \
+      "$OUT/$TAG/checkpoint-hosts.json" --seed-home "$SEED/home" --reference "$SEED/build.json" \
+      --reference-dir "$SEED/reference" --variant cpu-1:cpu --variant cuda-1:cuda \
+      --variant cuda-2:cuda 2> "$OUT/$TAG/checkpoint.log"
+    echo "checkpoint $TAG: exit $?"; tail -5 "$OUT/$TAG/checkpoint.log"
     ;;
   detach)
     JOB=${2:?detach JOB STAGES...}; shift 2
