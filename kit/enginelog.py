@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,6 +89,9 @@ class JitEvent(BaseModel):
     logged_at: str | None = Field(
         description="The log line's time, 'MM-DD HH:MM:SS' on the server's clock (whole "
         "seconds, no year); None where the line has none."
+    )
+    offset: int | None = Field(
+        None, description="Byte offset of its line in the log (None: not recorded)."
     )
 
 
@@ -160,6 +163,13 @@ class EngineChoices(BaseModel):
         None,
         description="Seconds the server's clock, as its log prints it, is ahead of UTC (the "
         "host's local time where kit started the server); None where kit cannot tell.",
+    )
+    measured_log_spans: list[tuple[int, int]] = Field(
+        default_factory=list,
+        description="Byte ranges of the log written while a measured window was open (a "
+        "prompt's measured runs, a load point), as kit read the log's size at each window's "
+        "start and end: a compile whose line lies in one was logged inside it (kit.report.jit). "
+        "Empty where kit did not start the server or wrote the report before recording them.",
     )
 
     @property
@@ -317,27 +327,45 @@ def _logged_at(line: str) -> str | None:
 
 
 def read_engine_choices(
-    path: Path, max_bytes: int = MAX_LOG_BYTES, utc_offset_s: int | None = None
+    path: Path,
+    max_bytes: int = MAX_LOG_BYTES,
+    utc_offset_s: int | None = None,
+    spans: list[tuple[int, int]] | None = None,
 ) -> EngineChoices | None:
     """The choices named in the first ``max_bytes`` of a server log, whose clock is
-    ``utc_offset_s`` ahead of UTC (None: not known); None when it cannot be read."""
+    ``utc_offset_s`` ahead of UTC (None: not known), every compile while serving with its time
+    and byte offset, and ``spans``: the byte ranges written inside measured windows; None when
+    the log cannot be read."""
     try:
         with path.open("rb") as f:
             head = f.read(max_bytes)
-            # past the head only the kernels compiled while serving are looked for
-            late = [line for line in f if JIT_MARK in line]
+            f.seek(0)
+            compiles = _compiles(f)
     except OSError:
         return None
     choices = parse_engine_log(head.decode("utf-8", errors="replace"), source=path.name)
-    seen = {(e.kernel, e.logged_at): None for e in choices.jit_events}
-    for raw in late:
-        line = raw.decode("utf-8", errors="replace")
-        if m := _JIT.search(line):
-            seen.setdefault((m["kernel"], _logged_at(line)), None)
+    first: dict[tuple[str, str | None], int] = {}
+    for kernel, at, offset in compiles:
+        first.setdefault((kernel, at), offset)
+    events = [JitEvent(kernel=k, logged_at=at, offset=o) for (k, at), o in first.items()]
     return choices.model_copy(
         update={
-            "jit_kernels": list(dict.fromkeys(k for k, _ in seen)),
-            "jit_events": _events(seen),
+            "jit_kernels": list(dict.fromkeys(e.kernel for e in events)),
+            "jit_events": events[:MAX_JIT_EVENTS],
             "log_utc_offset_s": utc_offset_s,
+            "measured_log_spans": list(spans or []),
         }
     )
+
+
+def _compiles(f: BinaryIO) -> list[tuple[str, str | None, int]]:
+    """Each compile-while-serving line of a log: the kernel, the line's time and its offset."""
+    out: list[tuple[str, str | None, int]] = []
+    offset = 0
+    for raw in f:
+        if JIT_MARK in raw:
+            line = raw.decode("utf-8", errors="replace")
+            if m := _JIT.search(line):
+                out.append((m["kernel"], _logged_at(line), offset))
+        offset += len(raw)
+    return out

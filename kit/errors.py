@@ -1,5 +1,9 @@
 """Every error kit raises: one hierarchy, each carrying a hint and an exit code.
 
+A raise site gives the hint that fits its case; one that gives none gets its class's
+``default_hint``, true of every error of that class, so that no error reaches a person without
+a ``hint:`` line (tests/unit/test_error_hints.py walks the classes and the raise sites).
+
 Library code raises these and never prints or exits; the CLI turns them into ``error: ...`` /
 ``hint: ...`` lines on stderr and the exit code, and :func:`to_kit_error` turns every other
 exception that reaches it into one of them first. The tree, with exit codes::
@@ -42,21 +46,31 @@ class KitError(Exception):
     """Base of every error kit raises on purpose."""
 
     exit_code = EXIT_BAD_INPUT
+    # the hint of an error whose raise site gives none: true of every error of the class
+    default_hint = "KIT_DEBUG=1 shows where kit raised it"
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint: str = hint or self.default_hint
 
 
 class BadInputError(KitError):
     """Input that kit cannot use: a file, a field, an argument."""
 
     exit_code = EXIT_BAD_INPUT
+    default_hint = (
+        "correct the file, value or option named above (a command's --help says what it takes)"
+    )
 
 
 class RecipeError(BadInputError):
     """A recipe with one or more problems; each is ``file: field.path: message``."""
+
+    default_hint = (
+        "schemas/recipe.schema.json describes every field and the values it takes (the README's "
+        "Recipes section: extends, --set)"
+    )
 
     def __init__(self, problems: list[str], hint: str | None = None) -> None:
         super().__init__("\n".join(problems), hint)
@@ -76,10 +90,16 @@ class EnvironmentProblem(KitError):
     """The machine cannot run this: missing engine, no GPU, port in use, server died."""
 
     exit_code = EXIT_ENVIRONMENT
+    default_hint = (
+        "the machine, not the input, stopped it; `kit preflight RECIPE` checks what a run "
+        "needs of this machine before any download or build"
+    )
 
 
 class ServerError(EnvironmentProblem):
     """The inference server never became healthy or died; carries its log tail."""
+
+    default_hint = "the server's log says why; KIT_DEBUG=1 shows where kit gave up on it"
 
     def __init__(self, message: str, log_tail: str = "", hint: str | None = None) -> None:
         super().__init__(message, hint)
@@ -88,6 +108,8 @@ class ServerError(EnvironmentProblem):
 
 class NetworkError(EnvironmentProblem, ConnectionError):
     """A server or the hub could not be reached, or stopped answering; carries the URL."""
+
+    default_hint = "check the network, and that the server or hub it names is up"
 
     def __init__(self, message: str, url: str = "", hint: str | None = None) -> None:
         super().__init__(message, hint)
@@ -110,12 +132,14 @@ class VerificationFailed(KitError):
     """A verification or comparison ran and found failures."""
 
     exit_code = EXIT_FAILED
+    default_hint = "`kit report verify REPORT` prints every check of a report and its outcome"
 
 
 class InternalError(KitError):
     """An exception kit did not expect: a bug. ``detail`` is ``Type: message``."""
 
     exit_code = EXIT_FAILED
+    default_hint = DEBUG_HINT
 
     def __init__(self, exc: BaseException) -> None:
         self.detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -264,7 +288,7 @@ def _server_hint(url: str) -> str:
             "mirror; or pin the revisions in the recipe (model.revision: <commit sha>)"
         )
     if not url:
-        return "check the network, and that the server or hub it names is up"
+        return NetworkError.default_hint
     port = urlsplit(url).port or 8000
     return f"is a server running at {_origin(url)}? `kit serve RECIPE --port {port}` starts one"
 

@@ -6,10 +6,16 @@ venv that needs it (kit's torch for the build stages, the engine's torch) gets i
 from there, so the same torch is never downloaded, unpacked or stored twice.
 
 uv does not read pip's configuration, so the package locations pip is configured with
-(``index-url``, ``extra-index-url``, ``find-links``, ``cert``; from ``PIP_*`` variables or
-``pip config``) are passed on to uv: a machine behind a mirror, a proxy or a local wheel folder
-keeps working as it did with pip. uv's own ``UV_*`` variables apply as usual (for example
+(``index-url``, ``extra-index-url``, ``find-links``, ``no-index``, ``cert``; from ``PIP_*``
+variables or ``pip config``) are passed on to uv: a machine behind a mirror, a proxy or a local
+wheel folder keeps working as it did with pip, and one without network installs from its wheel
+folders alone (``PIP_NO_INDEX=1``, or uv's own offline mode, ``UV_OFFLINE=1``: then kit adds no
+index of its own either). uv's own ``UV_*`` variables apply as usual (for example
 ``UV_TORCH_BACKEND=cpu`` where no CPU torch wheel is configured).
+
+A venv over the system's site-packages (:func:`system_venv`) is made by that Python and filled
+by its pip (:func:`pip_install`): uv counts only a venv's own packages as installed, pip also
+those of the system site-packages it sees (astral-sh/uv#7358), and only pip keeps them.
 
 This module uses the standard library only: the Makefile runs it with the system Python,
 before kit's venv exists (``python3 -m kit.installer venv .venv -e '.[build,dev]'``).
@@ -30,16 +36,18 @@ import sys
 import time
 import urllib.request
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
+from kit.errors import EnvironmentProblem
 from kit.paths import kit_home
 
 UV_VERSION = "0.13.9"
 
 
-class InstallError(RuntimeError):
-    """A venv could not be created or filled; the message carries uv's last lines."""
+class InstallError(EnvironmentProblem, RuntimeError):
+    """A venv could not be created or filled; the message carries uv's (or pip's) last lines."""
 
 
 # uv's wheels on PyPI for the machines kit runs on, by ``platform.machine()``: the bootstrap
@@ -80,8 +88,10 @@ def uv_binary() -> str:
     if binary.exists():
         return str(binary)
     if importlib.util.find_spec("pip") is not None:
+        # pip reads its no-index and find-links itself; uv's offline mode it does not know
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             *(["--no-index"] if offline() else []),
              "--target", str(target), f"uv=={UV_VERSION}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
         )  # fmt: skip
@@ -101,7 +111,8 @@ UV_HINT = (
 
 
 def _wheel_sources(filename: str, config: dict[str, str]) -> list[str]:
-    """Where the uv wheel may be: pip's find-links folders (offline), then the indexes."""
+    """Where the uv wheel may be: pip's find-links folders (offline), then the indexes (none
+    with pip's no-index; only local ones offline)."""
     found = []
     for location in config.get("find-links", "").split():
         parsed = urlparse(location)
@@ -109,7 +120,11 @@ def _wheel_sources(filename: str, config: dict[str, str]) -> list[str]:
             candidate = Path(parsed.path if parsed.scheme else location) / filename
             if candidate.is_file():
                 found.append(candidate.as_uri())
+    if no_index(config):
+        return found
     indexes = [config.get("index-url") or PYPI_SIMPLE, *config.get("extra-index-url", "").split()]
+    if offline():
+        indexes = [i for i in indexes if urlparse(i).scheme == "file"]
     return found + [i for i in indexes if _usable(i)]
 
 
@@ -171,9 +186,10 @@ def fetch_uv(target: Path, wheels: dict[str, tuple[str, str]] | None = None) -> 
         partial.chmod(0o755)
         partial.replace(bin_dir / "uv")
         return bin_dir / "uv"
+    nowhere = f"no package location to download it from{_offline_words(config)}"
     raise InstallError(
         f"cannot bootstrap uv {UV_VERSION} (this Python has no pip):\n  "
-        + "\n  ".join(errors or ["no package location to download it from"])
+        + "\n  ".join(errors or [nowhere])
         + f"\n{UV_HINT}"
     )
 
@@ -201,6 +217,55 @@ def _pip_config() -> dict[str, str]:
     return out
 
 
+_YES = ("1", "true", "yes", "on", "y", "t")
+_NO = ("0", "false", "no", "off", "n", "f", "")
+
+
+def yes_no(value: str) -> bool | None:
+    """A yes/no setting as pip and uv read one (``1``, ``true``, ``yes``, ``on`` / ``0``,
+    ``false``, ``no``, ``off``, empty); None for anything else."""
+    word = value.strip().lower()
+    return True if word in _YES else False if word in _NO else None
+
+
+def no_index(config: dict[str, str]) -> bool:
+    """pip's ``no-index`` (``PIP_NO_INDEX``, ``pip config``) or uv's ``UV_NO_INDEX``: only the
+    wheel folders (``find-links``) are looked at."""
+    return bool(yes_no(config.get("no-index", "")) or yes_no(os.environ.get("UV_NO_INDEX", "")))
+
+
+def offline() -> bool:
+    """uv's offline mode (``UV_OFFLINE``): nothing is fetched, packages come from the wheel
+    folders and uv's cache."""
+    return bool(yes_no(os.environ.get("UV_OFFLINE", "")))
+
+
+def _offline_words(config: dict[str, str]) -> str:
+    """How an install without network was told so, for a message; empty when it was not."""
+    said = [w for w, on in (("no-index", no_index(config)), ("UV_OFFLINE", offline())) if on]
+    if not said:
+        return ""
+    folders = [f for f in config.get("find-links", "").split() if _usable(f)]
+    where = ", ".join(folders) if folders else "no wheel folder (pip's find-links)"
+    return f" ({' and '.join(said)}: only {where} and uv's cache are looked at)"
+
+
+def locations_hint(config: dict[str, str] | None = None) -> str:
+    """What to do when an install found no package: the wheel folder's, offline, else the
+    index's."""
+    cfg = _pip_config() if config is None else config
+    if no_index(cfg) or offline():
+        return (
+            "put the wheels it names into a folder pip's find-links names (PIP_FIND_LINKS=DIR; "
+            "`pip download -d DIR PACKAGE==VERSION` where there is network), or unset "
+            "PIP_NO_INDEX / UV_OFFLINE where the index can be reached"
+        )
+    return (
+        "check access to the package index (pip's settings apply); without network, set "
+        "PIP_NO_INDEX=1 and PIP_FIND_LINKS=DIR, a folder of the wheels it needs"
+    )
+
+
 def _usable(location: str) -> bool:
     """False for a local location that does not exist (pip warns and goes on; uv fails)."""
     parsed = urlparse(location)
@@ -210,13 +275,20 @@ def _usable(location: str) -> bool:
 
 
 def index_options(config: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """uv arguments and environment for pip's configured package locations."""
+    """uv arguments and environment for pip's configured package locations (with pip's
+    no-index: ``--no-index`` and the wheel folders alone)."""
     cfg = _pip_config() if config is None else config
     args: list[str] = []
     env: dict[str, str] = {}
-    if cfg.get("index-url") and "UV_INDEX_URL" not in os.environ:
+    unindexed = no_index(cfg)
+    if unindexed:
+        args.append("--no-index")
+    elif cfg.get("index-url") and "UV_INDEX_URL" not in os.environ:
         args += ["--index-url", cfg["index-url"]]
-    for key, flag in (("extra-index-url", "--extra-index-url"), ("find-links", "--find-links")):
+    keys = [("find-links", "--find-links")]
+    if not unindexed:
+        keys.insert(0, ("extra-index-url", "--extra-index-url"))
+    for key, flag in keys:
         for location in cfg.get(key, "").split():
             if _usable(location):
                 args += [flag, location]
@@ -239,22 +311,95 @@ def torch_cpu_index(config: dict[str, str] | None = None) -> list[str]:
     ``$KIT_TORCH_INDEX`` where set (empty: none), else PyTorch's own index on a machine whose
     pip names no package location of its own (a stock install), else none: a configured mirror
     or wheel folder is taken to carry it, and an index this machine cannot reach would fail
-    the install."""
+    the install (none either without network: pip's no-index, uv's offline mode)."""
     given = os.environ.get("KIT_TORCH_INDEX")
     if given is not None:
         index = given.strip()
     else:
         cfg = _pip_config() if config is None else config
         own = any(cfg.get(k) for k in ("index-url", "extra-index-url", "find-links"))
-        index = "" if own or "UV_INDEX_URL" in os.environ else TORCH_CPU_INDEX
+        local = no_index(cfg) or offline()
+        index = "" if own or local or "UV_INDEX_URL" in os.environ else TORCH_CPU_INDEX
     if not index:
         return []
     return ["--extra-index-url", index, "--index-strategy", "unsafe-best-match"]
 
 
+@dataclass(frozen=True)
+class PackageSources:
+    """Where a ``uv pip install`` by kit looks for packages (for a check before it runs)."""
+
+    indexes: list[str]  # the main index first, then the extra ones
+    find_links: list[str]  # pip's find-links that are there
+    offline: str | None  # the setting that turns the indexes off (pip's no-index, UV_OFFLINE)
+    cert: str | None  # pip's cert, where uv is given it
+
+
+def package_sources(
+    *, cpu_torch: bool = False, config: dict[str, str] | None = None
+) -> PackageSources:
+    """The package locations :func:`install` would use: uv's UV_INDEX_URL (or UV_DEFAULT_INDEX),
+    else pip's index-url, else PyPI; pip's extra-index-url and UV_EXTRA_INDEX_URL; with
+    ``cpu_torch``, :func:`torch_cpu_index`'s; and the setting that asks no index at all
+    (:func:`no_index`, :func:`offline`). For a check before the install (kit.engine)."""
+    cfg = _pip_config() if config is None else config
+    main = (
+        os.environ.get("UV_INDEX_URL")
+        or os.environ.get("UV_DEFAULT_INDEX")
+        or cfg.get("index-url")
+        or PYPI_SIMPLE
+    )
+    extra = [
+        *cfg.get("extra-index-url", "").split(),
+        *os.environ.get("UV_EXTRA_INDEX_URL", "").split(),
+    ]
+    if cpu_torch:
+        torch = torch_cpu_index(cfg)
+        extra += torch[1:2]
+    unindexed: str | None = None
+    if yes_no(cfg.get("no-index", "")):
+        unindexed = "pip's no-index"
+    elif no_index(cfg):
+        unindexed = "UV_NO_INDEX"
+    elif offline():
+        unindexed = "UV_OFFLINE"
+    cert = cfg.get("cert")
+    return PackageSources(
+        indexes=list(dict.fromkeys([main, *(e for e in extra if _usable(e))])),
+        find_links=[f for f in cfg.get("find-links", "").split() if _usable(f)],
+        offline=unindexed,
+        cert=cert if cert and "SSL_CERT_FILE" not in os.environ and Path(cert).exists() else None,
+    )
+
+
+def _tail(output: str) -> str:
+    """The last lines of uv's or pip's output, indented, their own ``error:`` prefix left
+    out (kit's message is the error)."""
+    lines = output.strip().splitlines()[-15:]
+    return "\n".join("  " + line.removeprefix("error: ").removeprefix("ERROR: ") for line in lines)
+
+
+def _wheel_folders(args: list[str]) -> list[str]:
+    """Of uv's index arguments, ``--no-index`` and the wheel folders (``--find-links``)."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--no-index":
+            out.append(arg)
+        elif arg == "--find-links":
+            out += args[i : i + 2]
+    return out
+
+
 def run_uv(args: list[str], what: str) -> float:
-    """Run uv with pip's package locations; returns seconds taken, raises InstallError."""
-    extra, env_add = index_options() if args[:2] == ["pip", "install"] else ([], {})
+    """Run uv with pip's package locations (for what it installs: ``pip install``; ``venv
+    --seed``'s pip from pip's wheel folders, else from uv's default index); returns seconds
+    taken, raises InstallError."""
+    seeds = args[:1] == ["venv"] and "--seed" in args
+    installs = args[:2] == ["pip", "install"] or seeds
+    cfg = _pip_config() if installs else {}
+    extra, env_add = index_options(cfg) if installs else ([], {})
+    if seeds:
+        extra = _wheel_folders(extra)
     if "--index-strategy" in args and "--index-strategy" in extra:  # given once
         at = extra.index("--index-strategy")
         extra = extra[:at] + extra[at + 2 :]
@@ -265,8 +410,11 @@ def run_uv(args: list[str], what: str) -> float:
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, check=False
     )
     if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
-        raise InstallError(f"could not {what}:\n{tail}")
+        tail = _tail(proc.stdout)
+        raise InstallError(
+            f"could not {what}{_offline_words(cfg)}:\n{tail}",
+            hint=locations_hint(cfg) if installs else None,
+        )
     return time.monotonic() - t0
 
 
@@ -286,6 +434,87 @@ def install(python: Path, requirements: list[str], *, editable: str | None = Non
     return run_uv(args, f"install {' '.join(requirements + ([editable] if editable else []))}")
 
 
+# what a pip of the system must not be given: another interpreter's paths, another target
+_NOT_FOR_PIP = (
+    "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_TARGET", "PIP_PREFIX", "PIP_ROOT", "PIP_USER"
+)  # fmt: skip
+
+
+def _system_environ() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _NOT_FOR_PIP}
+
+
+def system_venv(root: Path, python: str) -> Path:
+    """A venv at ``root`` over ``python``'s site-packages (``--system-site-packages``), made by
+    ``python``'s own venv module, without a pip of its own: the system's serves it (checked).
+    Returns its python; raises InstallError."""
+    argv = [python, "-m", "venv", "--system-site-packages", "--without-pip", str(root)]
+    proc = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=_system_environ(), check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-8:])
+        raise InstallError(
+            f"{python} could not make a venv over its site-packages in {root}:\n{tail}",
+            hint="install its venv module (Debian, Ubuntu: python3-venv), or let the tool have "
+            "a venv of its own (KIT_PEERS_SYSTEM_SITE_PACKAGES=0)",
+        )
+    venv_python = root / "bin" / "python"
+    check = subprocess.run(
+        [str(venv_python), "-m", "pip", "--version"],
+        capture_output=True, text=True, env=_system_environ(), check=False,
+    )  # fmt: skip
+    if check.returncode != 0:
+        raise InstallError(
+            f"{python} has no pip to fill a venv over its site-packages: "
+            f"{(check.stderr.strip().splitlines() or ['no pip'])[-1]}",
+            hint="install pip for it (Debian, Ubuntu: python3-pip), or let the tool have a venv "
+            "of its own (KIT_PEERS_SYSTEM_SITE_PACKAGES=0)",
+        )
+    return venv_python
+
+
+def _pip_arguments(requirements: list[str]) -> list[str]:
+    """``requirements`` as pip takes them: uv's own options (``--index-strategy``) left out,
+    pip takes the best version across its indexes anyway."""
+    out: list[str] = []
+    skip = False
+    for arg in requirements:
+        if skip:
+            skip = False
+        elif arg == "--index-strategy":
+            skip = True
+        elif not arg.startswith("--index-strategy="):
+            out.append(arg)
+    return out
+
+
+def pip_install(python: Path, requirements: list[str]) -> float:
+    """``pip install`` into the venv of ``python`` with the pip it sees (a venv of
+    :func:`system_venv`: its system's), which keeps every package of the system site-packages
+    that satisfies a requirement. pip reads its own settings; uv's offline mode becomes
+    ``--no-index``. Returns seconds taken, raises InstallError."""
+    # no bytecode now: the tool's first import writes it
+    argv = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+            "--quiet", "--no-compile", *(["--no-index"] if offline() else [])]  # fmt: skip
+    argv += _pip_arguments(requirements)
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=_system_environ(), check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        tail = _tail(proc.stdout)
+        cfg = _pip_config()
+        raise InstallError(
+            f"could not pip install {' '.join(requirements)} beside {python}'s system "
+            f"packages{_offline_words(cfg)}:\n{tail}",
+            hint=locations_hint(cfg),
+        )
+    return time.monotonic() - t0
+
+
 def uninstall(python: Path, packages: list[str]) -> None:
     """Remove packages from the venv of ``python`` (absent ones are fine)."""
     run_uv(["pip", "uninstall", "--quiet", "--python", str(python), *packages], "uninstall")
@@ -303,13 +532,22 @@ def main(argv: list[str] | None = None) -> int:
     venv.add_argument("-e", "--editable")
     venv.add_argument("--python", default=sys.executable)
     venv.add_argument("--seed", action="store_true", help="put pip into the venv too")
+    venv.add_argument(
+        "--offline", action="store_true",
+        help="uv's offline mode (UV_OFFLINE=1): only pip's wheel folders and uv's cache",
+    )  # fmt: skip
     ns = parser.parse_args(argv)
+    if ns.offline:
+        os.environ["UV_OFFLINE"] = "1"  # this process's uv calls, as uv reads it
     try:
         python = create_venv(ns.root, ns.python, seed=ns.seed)
         took = install(python, ns.requirements, editable=ns.editable)
     except InstallError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+        for line in exc.message.splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
     print(f"kit.installer: {ns.root} ready ({took:.1f} s to install)", file=sys.stderr)
     return 0
 

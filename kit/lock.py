@@ -14,6 +14,12 @@ from kit.recipe.lock import COMMIT_SHA, Lock, LockedPin, is_exact, open_fields
 from kit.recipe.schema import Recipe
 from kit.recipe.sources import HubModel
 
+# what else a run can do about an image tag kit cannot resolve to a digest
+_IMAGE_HINT = (
+    "or leave the image open with `kit lock RECIPE --no-image` (a native run does not use "
+    "it), or pin it in the recipe (server.engine.image: NAME:TAG@sha256:...)"
+)
+
 
 def resolve_revision(repo_id: str, revision: str | None) -> str:
     """The commit sha of ``repo_id`` at ``revision`` (None: the default branch), asked of the
@@ -39,11 +45,16 @@ def resolve_revision(repo_id: str, revision: str | None) -> str:
     except OSError as exc:  # connection errors
         raise EnvironmentProblem(
             f"{repo_id}@{revision or 'main'}: the hub is unreachable: {exc}",
-            hint="kit lock needs the hub (or HF_ENDPOINT); pin the revision with --set instead",
+            hint="kit lock needs the hub (or a mirror in HF_ENDPOINT); or pin the revision in the "
+            "recipe (a 40-hex commit sha)",
         ) from None
     sha = getattr(info, "sha", None)
     if not isinstance(sha, str) or not COMMIT_SHA.match(sha):
-        raise EnvironmentProblem(f"{repo_id}@{revision or 'main'}: the hub gave no commit sha")
+        raise EnvironmentProblem(
+            f"{repo_id}@{revision or 'main'}: the hub gave no commit sha",
+            hint="is HF_ENDPOINT a Hugging Face hub? or pin the revision in the recipe "
+            "(a 40-hex commit sha)",
+        )
     return sha
 
 
@@ -72,16 +83,19 @@ def resolve_image(ref: str) -> str:
             if pull.returncode != 0:
                 raise EnvironmentProblem(
                     f"{name}: docker pull failed: {pull.stderr.strip()[-300:]}",
-                    hint="pin it with --set server.engine.image=NAME:TAG@sha256:... instead",
+                    hint=f"check the image's name and the registry; {_IMAGE_HINT}",
                 )
             found = digests()
     except FileNotFoundError:
         raise EnvironmentProblem(
             f"{name}: no docker CLI to resolve the image's digest",
-            hint="install Docker, or pin it with --set server.engine.image=NAME:TAG@sha256:...",
+            hint=f"install Docker; {_IMAGE_HINT}",
         ) from None
     if not found:
-        raise EnvironmentProblem(f"{name}: the image has no registry digest")
+        raise EnvironmentProblem(
+            f"{name}: the image has no registry digest",
+            hint=f"push it to a registry, or pull it from one; {_IMAGE_HINT}",
+        )
     return f"{name}@{found[0].split('@', 1)[1]}"
 
 

@@ -8,11 +8,24 @@ import contextlib
 import logging
 import subprocess
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
+
 from kit.bench import Bencher, RequestRecord, Watch, model_info
+from kit.bench.claims import (
+    ClaimClient,
+    ContextLadder,
+    ContextRung,
+    Soak,
+    SoakTurn,
+    memory_probe,
+    run_context,
+    run_soak,
+)
+from kit.build import Built
 from kit.engine import EngineEnv
 from kit.errors import KitError
 from kit.installer import InstallError
@@ -33,7 +46,7 @@ from kit.quality.harness import (
     failed,
     run_harness,
 )
-from kit.recipe import LoadedRecipe
+from kit.recipe import LoadedRecipe, SyntheticModel
 from kit.recipe.traffic import point_levels, point_requests, point_warmups
 from kit.report.assemble import Extras, Measurement, Setup
 from kit.report.schema import ServerInfo
@@ -43,6 +56,8 @@ from kit.roofline import (
     Roofline,
     bandwidth_source,
     measure_bandwidth,
+    model_bytes,
+    read_safetensors_header,
     roofline,
 )
 from kit.vllm_bench import VllmBench, VllmBenchJob, run_vllm_bench
@@ -108,19 +123,52 @@ def witness_plan(url: str, loaded: LoadedRecipe, server: ServerInfo | None) -> W
     return plan(runtime, local, choices.cpu_binding if choices is not None else None)
 
 
+class LogSpans:
+    """The server log's byte ranges written inside measured windows: its size read at each
+    ``measure_start`` and ``measure_end`` mark (kit.report.jit places compiles in them)."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.spans: list[tuple[int, int]] = []
+        self._open: int | None = None
+
+    def mark(self, label: str) -> None:
+        try:
+            size = self.log.stat().st_size
+        except OSError:
+            return
+        if label == "measure_start":
+            self._open = size
+        elif label == "measure_end" and self._open is not None:
+            self.spans.append((self._open, size))
+            self._open = None
+
+
+@dataclass(frozen=True)
+class Witnesses:
+    """What watches a bench besides the GPU sampler: ``host_load``, how busy the host is with
+    other work (the server is kit's child, or in a container); ``host_speed``, the CPUs the
+    host-speed witness runs on before each measured request; ``cpu_clock``, the scheduler's
+    account of each measured request; ``server_log`` (a server kit started), the log whose
+    byte ranges written inside measured windows are kept."""
+
+    host_load: bool = True
+    host_speed: frozenset[int] | None = None
+    cpu_clock: EngineClock | None = None
+    server_log: Path | None = None
+
+
 def measure(
     url: str,
     loaded: LoadedRecipe,
     alive: Callable[[], str] | None = None,
-    host_load: bool = True,
-    host_speed: frozenset[int] | None = None,
-    cpu_clock: EngineClock | None = None,
+    witnesses: Witnesses = Witnesses(),
 ) -> Measurement:
-    """Bench a running server with the recipe's protocol while sampling the GPUs and, when
-    ``host_load`` (the server is kit's child, or in a container), how busy the host is with
-    other work; with ``host_speed``, the host-speed witness runs on those CPUs before each
-    measured request; with ``cpu_clock``, the scheduler's account of each measured request
-    (the host-speed witness's process left out)."""
+    """Bench a running server with the recipe's protocol while sampling the GPUs and whatever
+    ``witnesses`` asks for (the host-speed witness's process left out of the scheduler's
+    account)."""
+    host_load, host_speed = witnesses.host_load, witnesses.host_speed
+    cpu_clock, server_log = witnesses.cpu_clock, witnesses.server_log
     model_name, max_len = model_info(url)
     status = Status()
     bencher = Bencher(
@@ -144,12 +192,16 @@ def measure(
         bencher.hooks.append(sampler.mark)
         if host_load:
             bencher.hooks.append(load.mark)
+        spans = LogSpans(server_log) if server_log is not None else None
+        if spans is not None:
+            bencher.hooks.append(spans.mark)
         result = bencher.run()
     return Measurement(
         result=result,
         sampling=sampler.sampling,
         host_load=load.host_load if host_load else None,
         load_plan=bencher.plan,
+        log_spans=spans.spans if spans is not None else [],
     )
 
 
@@ -258,6 +310,109 @@ def harness_beside(
     return run, [] if run.error is None else [f"bench.quality.harness failed: {run.error}"]
 
 
+def draft_bytes(loaded: LoadedRecipe, built: Built | None) -> tuple[int | None, int | None]:
+    """The draft's weights (every tensor in its safetensors headers) and its KV cache per
+    token in the server's KV dtype, bytes; None where there is no draft kit built, or its
+    headers cannot be read."""
+    if built is None or built.draft_dir is None:
+        return None, None
+    folder = built.draft_dir
+    try:
+        shape = model_bytes(folder, "draft", loaded.recipe.server.kv_cache_dtype)
+        files = sorted(folder.glob("*.safetensors"))
+        weights = sum(t.nbytes for f in files for t in read_safetensors_header(f))
+    except (KitError, OSError, ValueError) as exc:
+        log.warning("context: the draft's bytes could not be read: %s", exc)
+        return None, None
+    return weights, shape.kv_bytes_per_token
+
+
+def _rung_line(rung: ContextRung) -> None:
+    x = rung.exchange
+    if x is None:
+        log.info("context: depth %d not run: %s", rung.depth, rung.not_run)
+    elif x.error is not None:
+        log.info("context: depth %d FAILED: %s", rung.depth, x.error)
+    else:
+        log.info(
+            "context: depth %d: %s prompt tokens, TTFT %.0f ms, decode %.1f tok/s%s",
+            rung.depth,
+            rung.prompt_tokens,
+            rung.ttft_ms or 0.0,
+            rung.decode_tps or 0.0,
+            "" if rung.recalled is None else f", key {'recalled' if rung.recalled else 'MISSED'}",
+        )
+
+
+def _turn_line(turn: SoakTurn) -> None:
+    x = turn.exchange
+    what = (
+        f"not run: {turn.not_run}"
+        if x is None
+        else "EMPTY"
+        if turn.empty
+        else f"ERROR {x.error}"
+        if turn.error
+        else f"{turn.prompt_tokens} prompt tokens, {turn.decode_tps or 0.0:.1f} decode tok/s"
+    )
+    log.info("soak: session %d turn %d: %s", turn.session, turn.turn, what)
+
+
+def claims_beside(
+    loaded: LoadedRecipe, setup: Setup, url: str, measured: Measurement
+) -> tuple[ContextLadder | None, Soak | None, list[str]]:
+    """The context ladder (bench.context) and the soak (bench.soak) against the server after
+    kit's bench (kit.bench.claims). Their failures are their results; anything else that
+    breaks them is the report's note, never a failed run."""
+    recipe = loaded.recipe
+    bench = recipe.bench
+    if bench.context is None and bench.soak is None:
+        return None, None, []
+    try:
+        served_len = model_info(url)[1]
+    except (KitError, httpx.HTTPError):
+        served_len = None
+    max_len = served_len or recipe.server.max_model_len
+    server = setup.server
+    context: ContextLadder | None = None
+    soak: Soak | None = None
+    notes: list[str] = []
+    with ClaimClient(url, bench, measured.result.served_model) as client:
+        if bench.context is not None:
+            try:
+                context = run_context(
+                    client,
+                    bench.context,
+                    max_len,
+                    from_server=served_len is not None,
+                    judged=not isinstance(recipe.model, SyntheticModel),
+                    on_rung=_rung_line,
+                )
+            except (KitError, OSError, ValueError) as exc:
+                log.error("context ladder failed: %s", exc)
+                notes.append(f"bench.context failed: {exc}")
+            else:
+                choices = server.engine_choices if server is not None else None
+                weights, kv = draft_bytes(loaded, setup.built)
+                context = context.model_copy(
+                    update={
+                        "kv_cache_tokens": choices.kv_cache_tokens if choices else None,
+                        "max_concurrency": choices.max_concurrency if choices else None,
+                        "draft_weights_bytes": weights,
+                        "draft_kv_bytes_per_token": kv,
+                    }
+                )
+        if bench.soak is not None:
+            runtime = server.runtime if server is not None else "external"
+            memory = memory_probe(recipe.server.engine.device, runtime)
+            try:
+                soak = run_soak(client, bench.soak, max_len, memory, on_turn=_turn_line)
+            except (KitError, OSError, ValueError) as exc:
+                log.error("soak failed: %s", exc)
+                notes.append(f"bench.soak failed: {exc}")
+    return context, soak, notes
+
+
 def after_bench(
     loaded: LoadedRecipe,
     setup: Setup,
@@ -266,17 +421,20 @@ def after_bench(
     bandwidth: Bandwidth | None,
     out_dir: Path,
 ) -> Extras:
-    """While the server is still up: vLLM's own benchmark, the peers (bench.peers), the
-    roofline, then the quality probe, for a model kit built and an engine it knows (nothing for
-    a server it was given). None failing fails the run; the notes say what failed."""
+    """While the server is still up: the context ladder and the soak (any server), then
+    vLLM's own benchmark, the peers (bench.peers), the roofline and the quality probe, for a
+    model kit built and an engine it knows (not for a server it was given). None failing fails
+    the run; the notes say what failed."""
     recipe = loaded.recipe
     built, env, result = setup.built, setup.env, measured.result
+    context, soak, claim_notes = claims_beside(loaded, setup, url, measured)
     if built is None or env is None:
         unrun = ["bench.peers not run: kit did not build the model this server serves"]
-        return Extras(notes=tuple(unrun if recipe.bench.peers else []))
+        notes_ = (*claim_notes, *(unrun if recipe.bench.peers else []))
+        return Extras(notes=notes_, context=context, soak=soak)
     vllm_bench: VllmBench | None = None
     roof: Roofline | None = None
-    notes: list[str] = []
+    notes: list[str] = list(claim_notes)
     if recipe.bench.vllm_bench is not None:
         try:
             job = VllmBenchJob(
@@ -320,4 +478,6 @@ def after_bench(
         peers=peers,
         quality=quality,
         harness=harness,
+        context=context,
+        soak=soak,
     )

@@ -6,8 +6,9 @@ Prometheus text parsing and the speculative-decoding figures from counter deltas
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import Field
 
@@ -26,23 +27,66 @@ class Stats(KitModel):
 
 
 def summarize(values: Iterable[float]) -> Stats:
+    """n, mean, std, CV, min and max; a statistic beyond a double's range is None, and so is
+    every one of values that are not all finite numbers (it never raises)."""
     vals = [float(v) for v in values]
-    if not vals:
-        return Stats(n=0, mean=None, std=None, cv_pct=None, min=None, max=None)
-    mean = statistics.fmean(vals)
-    std = statistics.stdev(vals) if len(vals) > 1 else None
-    cv = (std / mean * 100.0) if std is not None and mean else None
+    if not vals or not all(map(math.isfinite, vals)):
+        return Stats(n=len(vals), mean=None, std=None, cv_pct=None, min=None, max=None)
+    mean = fmean(vals)
+    std = stdev(vals)
+    cv = finite(std / mean * 100.0) if std is not None and mean else None
     return Stats(n=len(vals), mean=mean, std=std, cv_pct=cv, min=min(vals), max=max(vals))
 
 
+# ---------------------------------------------------------------------------------------------
+# statistics that stay within doubles: finite values in, a finite number or None out
+
+
+def finite(value: float | None) -> float | None:
+    """``value`` where it is a finite number, else None."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def fmean(values: Sequence[float]) -> float | None:
+    """The mean of finite values (None for none). Their sum may overflow where the mean
+    cannot: then statistics.mean, whose exact sum is rounded to a double only once divided."""
+    if not values:
+        return None
+    try:
+        return finite(statistics.fmean(values))
+    except OverflowError:  # fsum's intermediate overflow
+        return finite(float(statistics.mean(values)))
+    except ValueError:  # inf - inf
+        return None
+
+
+def stdev(values: Sequence[float]) -> float | None:
+    """The sample standard deviation (n - 1) of finite values; None below two values, or
+    where it is beyond a double (statistics.stdev is exact, then rounds to a double)."""
+    if len(values) < 2 or not all(map(math.isfinite, values)):
+        return None
+    try:
+        return finite(statistics.stdev(values))
+    except OverflowError:
+        return None
+
+
+def between(low: float, high: float, fraction: float) -> float:
+    """``low + (high - low) * fraction``, the linear interpolation of percentiles, also where
+    ``high - low`` is beyond a double."""
+    value = low + (high - low) * fraction
+    return value if math.isfinite(value) else low * (1 - fraction) + high * fraction
+
+
 def decode_tps(tokens: int, wall_s: float, ttft_s: float) -> float | None:
-    """Tokens over the time after the first token: tokens / (wall - TTFT)."""
+    """Tokens over the time after the first token: tokens / (wall - TTFT); None without time
+    after it, or where the rate is beyond a double."""
     span = wall_s - ttft_s
-    return tokens / span if span > 0 else None
+    return finite(tokens / span) if span > 0 else None
 
 
 def wall_tps(tokens: int, wall_s: float) -> float | None:
-    return tokens / wall_s if wall_s > 0 else None
+    return finite(tokens / wall_s) if wall_s > 0 else None
 
 
 def is_usable(completion_tokens: int | None, max_tokens: int, fraction: float) -> bool:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -51,18 +50,33 @@ class Headline(KitModel):
 
     @property
     def half_width_pct(self) -> float | None:
-        """Half the interval's width, in percent of the value."""
+        """Half the interval's width, in percent of the value (inf where that is beyond a
+        double: a value next to nothing against its interval)."""
         if self.value is None or self.low is None or self.high is None or not self.value:
             return None
         return (self.high - self.low) / 2 / abs(self.value) * 100
 
 
 def _percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile of sorted values (q in [0, 1])."""
+    """Linear-interpolated percentile of sorted values (q in [0, 1]); finite for finite
+    values, also where two neighbours differ by more than a double holds."""
     pos = q * (len(sorted_values) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    a, b, f = sorted_values[lo], sorted_values[hi], pos - lo
+    value = a + (b - a) * f
+    return value if math.isfinite(value) else a * (1 - f) + b * f
+
+
+def _median(values: Iterable[float]) -> float:
+    """statistics.median, whose mean of the middle two is finite for finite values."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    a, b = ordered[mid - 1], ordered[mid]
+    value = (a + b) / 2
+    return value if math.isfinite(value) else a / 2 + b / 2
 
 
 def median_interval(values: Sequence[float]) -> tuple[float, float] | None:
@@ -71,9 +85,7 @@ def median_interval(values: Sequence[float]) -> tuple[float, float] | None:
     if n < 2:
         return None
     rng = random.Random(SEED)
-    medians = sorted(
-        statistics.median(values[rng.randrange(n)] for _ in range(n)) for _ in range(RESAMPLES)
-    )
+    medians = sorted(_median(values[rng.randrange(n)] for _ in range(n)) for _ in range(RESAMPLES))
     tail = (1 - CONFIDENCE) / 2
     return _percentile(medians, tail), _percentile(medians, 1 - tail)
 
@@ -112,7 +124,7 @@ def headline(figure: str, runs: dict[int, float], excluded: dict[int, str]) -> H
     interval = median_interval(values)
     return Headline(
         figure=figure,
-        value=statistics.median(values) if values else None,
+        value=_median(values) if values else None,
         statistic="median",
         low=interval[0] if interval else None,
         high=interval[1] if interval else None,
@@ -141,9 +153,12 @@ class Band(FrozenModel):
 
 def band(a_half_pct: float | None, b_half_pct: float | None) -> Band:
     """``max(FLOOR_PCT, sqrt(ha² + hb²))``; a side without an interval adds nothing (a single
-    reading, a published figure), so the floor holds where neither has one."""
+    reading, a published figure), so the floor holds where neither has one. A half-width
+    beyond a double gives an infinite band: too wide."""
     parts = [h for h in (a_half_pct, b_half_pct) if h is not None]
     spread = math.sqrt(sum(h * h for h in parts)) if parts else 0.0
+    if not math.isfinite(spread):  # a square beyond a double, or an infinite half-width
+        spread = math.hypot(*parts)
     if spread > FLOOR_PCT:
         return Band(pct=spread, source="intervals", too_wide=spread > MAX_BAND_PCT)
     return Band(pct=FLOOR_PCT, source="floor", too_wide=False)

@@ -21,7 +21,7 @@ from kit.build import Built, build
 from kit.engine import EngineEnv
 from kit.errors import BadInputError
 from kit.measure import measured_bandwidth
-from kit.preflight import preflight
+from kit.preflight import preflight, serve_checks, settle
 from kit.preflight.pins import dataset_checks
 from kit.probe import probe_host
 from kit.progress import Status
@@ -71,7 +71,12 @@ class NativeTarget:
                 self.port,
             ) as server:
                 status.done()
-                yield Served(server.url, lambda: server_info(server, "native"), server.exit_reason)
+                yield Served(
+                    server.url,
+                    lambda: server_info(server, "native"),
+                    server.exit_reason,
+                    log=server.log_path,
+                )
         finally:
             status.done()
 
@@ -91,7 +96,7 @@ def reproduce(
     A failure after the build still writes a report marked incomplete (with the runs made so
     far) before the error propagates.
     """
-    preflight(loaded, engine_python=engine_python)
+    preflight(loaded, engine_python=engine_python, port=port, out_dir=out_root)
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     host = host_for_report(probe_host(redact=True))
@@ -155,8 +160,10 @@ def serve(
     engine_python: str | None = None,
     port: int | None = None,
 ) -> Iterator[RunningServer]:
-    """Build (cached), resolve the engine and serve the recipe's model natively until the
-    block ends; the server is always torn down."""
+    """Check the engine and the port (:func:`kit.preflight.serve_checks`), build (cached),
+    resolve the engine and serve the recipe's model natively until the block ends; the server
+    is always torn down."""
+    settle(loaded.recipe.name, serve_checks(loaded, port, engine_python))
     built = build(loaded)
     server_recipe = loaded.recipe.server
     env = engine_mod.resolve(server_recipe.engine, server_recipe.patches, engine_python)

@@ -7,7 +7,8 @@
    version), is the recipe of the re-run; ``--set`` still applies and makes the run a
    *variation*.
 3. Its patch series must be this checkout's, patch for patch and byte for byte: a re-run on
-   other patches would measure something else (exit 3, naming the patches that differ).
+   other patches would measure something else (exit 3, naming the patches that differ, and
+   the commit of kit that wrote the report to check out: its ``kit_source``).
 4. After the run, before its report is written (:func:`kit.run.run_and_report`), the verdict
    on it against the original (:mod:`kit.report.reproduction`) goes into the new report
    (:meth:`Rerun.attach`); it names the original by run id and by the sha256 of the file's
@@ -26,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from kit.errors import EnvironmentProblem
 from kit.patches import series_named
 from kit.recipe import LoadedRecipe, load_embedded
+from kit.report.assemble import UNKNOWN_COMMIT
 from kit.report.files import read_report
 from kit.report.reproduction import judge
 from kit.report.schema import Report
@@ -127,9 +129,35 @@ def check_series(report: Report, loaded: LoadedRecipe) -> None:
         raise EnvironmentProblem(
             f"the report's patch series is not this checkout's ({name}):\n"
             + "\n".join(f"  {p}" for p in problems),
-            hint=f"check out the kit that wrote the report (kit {report.kit_version}), or "
-            "re-run the recipe itself (kit reproduce RECIPE.yaml) to measure these patches",
+            hint=f"{checkout_hint(report, name)}\nor re-run the recipe itself (kit reproduce "
+            "RECIPE.yaml) to measure this checkout's patches",
         )
+
+
+def checkout_hint(report: Report, series: str) -> str:
+    """How to get the kit that wrote ``report``: the commit it records, or why it names none."""
+    source = report.kit_source
+    if source is None:
+        return (
+            f"the report predates kit recording its commit (kit {report.kit_version}): check "
+            f"out the kit commit whose patches/{series} holds the patches above (git log -- "
+            f"patches/{series}), then run kit reproduce again"
+        )
+    if source.commit == UNKNOWN_COMMIT:
+        return (
+            f"the kit that wrote the report (kit {report.kit_version}) did not run from a git "
+            f"checkout, so the report names no commit: check out the one whose patches/{series} "
+            f"holds the patches above (git log -- patches/{series}), then run kit reproduce again"
+        )
+    dirty = (
+        " (the report's kit had uncommitted changes: the commit is the nearest there is)"
+        if source.dirty
+        else ""
+    )
+    return (
+        f"git checkout {source.commit}, the kit that wrote the report{dirty}, then run kit "
+        "reproduce again"
+    )
 
 
 def prepare_rerun(

@@ -16,7 +16,7 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kit.engine import EngineEnv
-from kit.measure import after_bench, engine_clock, measure, witness_plan
+from kit.measure import Witnesses, after_bench, engine_clock, measure, witness_plan
 from kit.recipe import LoadedRecipe
 from kit.report.assemble import (
     Extras,
@@ -43,6 +43,7 @@ class Served:
     url: str
     info: Callable[[], ServerInfo]
     alive: Callable[[], str] | None = None
+    log: Path | None = None  # the server's log, where kit started it (kit.measure.LogSpans)
 
 
 class Target(Protocol):
@@ -87,6 +88,15 @@ def _noted(report: Report, notes: tuple[str, ...] | list[str]) -> Report:
     return report.model_copy(update={"notes": [*report.notes, *notes]}) if notes else report
 
 
+def with_spans(info: ServerInfo, measured: Measurement | None) -> ServerInfo:
+    """The server's facts with the log's byte ranges written inside measured windows."""
+    choices = info.engine_choices
+    if measured is None or not measured.log_spans or choices is None:
+        return info
+    spans = {"measured_log_spans": measured.log_spans}
+    return info.model_copy(update={"engine_choices": choices.model_copy(update=spans)})
+
+
 def run_and_report(job: RunJob, target: Target) -> tuple[Report, Path]:
     """Bench the target's server with the recipe's protocol, run the post-bench step, attach a
     re-run's verdict, and write the report once; returns it and its path.
@@ -113,17 +123,16 @@ def run_and_report(job: RunJob, target: Target) -> tuple[Report, Path]:
             speed = witness_plan(served.url, loaded, setup.server)
             started = _noted(started, [speed.note] if speed.note else [])
             try:
-                measured = measure(
-                    served.url,
-                    loaded,
-                    alive=served.alive,
+                watch = Witnesses(
                     host_load=target.host_load,
                     host_speed=speed.cpus,
                     cpu_clock=engine_clock(loaded, setup.server),
+                    server_log=served.log,
                 )
+                measured = measure(served.url, loaded, served.alive, watch)
                 extras = after_bench(loaded, setup, served.url, measured, bandwidth, job.out_dir)
             finally:
-                setup = replace(setup, server=served.info())
+                setup = replace(setup, server=with_spans(served.info(), measured))
         report = finish_report(started, setup, measured, extras, failure=None)
         if job.rerun is not None:
             report = job.rerun.attach(report)

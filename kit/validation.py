@@ -111,15 +111,37 @@ def _message(err: Any, path: str, data: Any, root: type[BaseModel]) -> tuple[str
         guess = difflib.get_close_matches(key, candidates_for(path, data, root), n=1, cutoff=0.6)
         return path, "unknown key" + (f" (did you mean '{guess[0]}'?)" if guess else "")
     if kind == "missing":
-        return path, "required field missing"
+        return path, "required field missing" + _near(path, data, root)
     if kind == "union_tag_invalid":
         ctx = err.get("ctx", {})
         tag = str(ctx.get("discriminator", "tag")).strip("'")
         path = f"{path}.{tag}" if path != "(top)" else tag
         return path, f"{tag} must be one of {ctx.get('expected_tags')}".replace("'", "")
     if kind == "union_tag_not_found":
-        return path, f"needs {err.get('ctx', {}).get('discriminator', 'a tag')}".replace("'", "")
+        tag = str(err.get("ctx", {}).get("discriminator", "a tag")).replace("'", "")
+        return path, f"needs {tag}" + _near(f"{path}.{tag}", data, root)
     return path, str(err["msg"]).removeprefix("Value error, ")
+
+
+def _near(path: str, data: Any, root: type[BaseModel]) -> str:
+    """For a required key missing at ``path`` (dotted): "; 'osurce' is not a key (did you mean
+    'source'?)" when a key beside it that the model does not know is a near miss of its name,
+    else ""."""
+    *parents, name = path.split(".")
+    node = data
+    for part in parents if path.split(".")[0] != "(top)" else []:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return ""
+    if not isinstance(node, dict):
+        return ""
+    known = set(candidates_for(path, data, root))
+    unknown = [k for k in node if isinstance(k, str) and k not in known]
+    guess = difflib.get_close_matches(name, unknown, n=1, cutoff=0.6)
+    return f"; '{guess[0]}' is not a key (did you mean '{name}'?)" if guess else ""
 
 
 def problems(

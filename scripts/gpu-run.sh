@@ -8,6 +8,13 @@
 #                                      auto-round, datasets and multiprocess (one more DIR)
 #   scripts/gpu-run.sh stage DIR               # copy DIR/{parts,whl,install.sh,*.sha256} -> $STAGE
 #   scripts/gpu-run.sh install-vllm            # $STAGE -> $SITE (needs every part staged)
+#   scripts/gpu-run.sh host-freeze             # the host's Python's packages -> $OUT/host/host-freeze.txt
+#                                      (HOST_FREEZE for scripts/peer-wheels.sh: the exact wheels)
+#   scripts/gpu-run.sh peer-wheels DIR         # DIR/*.whl (a part of scripts/peer-wheels.sh's OUTDIR)
+#                                      -> $PEER_WHEELS; once every part is there, guidellm's and
+#                                      AIPerf's venvs are made from them alone, over the host's
+#                                      packages (python -m kit.peers install); from then on every
+#                                      stage installs peers so (docs/peers.md, "Offline and air-gapped")
 #   scripts/gpu-run.sh patch SERIES            # apply an engine patch series to $SITE (an external
 #                                      engine is verified before launch, never patched by kit)
 #   scripts/gpu-run.sh build RECIPE            # model + draft + quantization (cached)
@@ -45,7 +52,7 @@
 # whl/, install.sh, the .sha256 and .gpu/keys; then detach.
 #
 # Environment: KIT_HOME (/root/kit), SITE (/tmp/site), STAGE (/root/stage), OUT (./out),
-# KIT_SIGNING_KEY_FILE (.gpu/keys/example.key), JOBS (/root/jobs).
+# KIT_SIGNING_KEY_FILE (.gpu/keys/example.key), JOBS (/root/jobs), PEER_WHEELS (/root/peer-wheels).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export KIT_HOME=${KIT_HOME:-/root/kit}
@@ -54,6 +61,11 @@ JOBS=${JOBS:-/root/jobs}
 STAGE=${STAGE:-/root/stage}
 OUT=${OUT:-$ROOT/out}
 KEY=${KIT_SIGNING_KEY_FILE:-$ROOT/.gpu/keys/example.key}
+PEER_WHEELS=${PEER_WHEELS:-/root/peer-wheels}
+# once peer wheels are staged, the peers (bench.peers) install from them alone, over the host's
+# packages: pip's no-index and wheel folder, and kit's switch for venvs over the site-packages
+peers_offline() { export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PEER_WHEELS KIT_PEERS_SYSTEM_SITE_PACKAGES=1; }
+[ -d "$PEER_WHEELS" ] && peers_offline
 export PYTHONPATH=$ROOT:$SITE
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0
 # NVLink multicast stays off on shared multi-GPU hosts
@@ -78,6 +90,25 @@ case "${1:?stage}" in
   install-vllm)
     bash "$STAGE/install.sh" "$STAGE/parts" "$STAGE/whl" "$SITE" &&
       python3 -c 'import vllm, torch; print("vllm", vllm.__version__, "torch", torch.__version__, torch.cuda.device_count(), "GPUs")'
+    ;;
+  host-freeze)
+    # the system site-packages only: a peer's venv sees them, not $SITE (PYTHONPATH); in a
+    # folder of $OUT, which `wait` brings back from a detached job too
+    mkdir -p "$OUT/host"
+    env -u PYTHONPATH python3 -m pip list --format=freeze --disable-pip-version-check \
+      > "$OUT/host/host-freeze.txt" && echo "host-freeze: $(wc -l < "$OUT/host/host-freeze.txt") packages"
+    ;;
+  peer-wheels)
+    SRC=${2:?peer-wheels DIR}
+    mkdir -p "$PEER_WHEELS" && cp -f "$SRC"/*.whl "$SRC"/peer-wheels.txt "$PEER_WHEELS/" || exit 3
+    peers_offline
+    want=$(sed -n 's/^# wheels: \([0-9]*\).*/\1/p' "$PEER_WHEELS/peer-wheels.txt")
+    have=$(find "$PEER_WHEELS" -name '*.whl' | wc -l)
+    if [ "$have" -lt "$want" ]; then
+      echo "peer-wheels: $have of $want wheels staged; stage the other parts"; exit 0
+    fi
+    "$0" host-freeze
+    python3 -m kit.peers install --engine-python python3 --system-site-packages guidellm aiperf
     ;;
   patch)
     kit patches apply "${2:?patch SERIES}" --site-packages "$SITE" &&

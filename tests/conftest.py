@@ -7,6 +7,9 @@ otherwise be needed at a test module's level (parametrizing over recipes/, patch
 parametrized fixture here, ``every_recipe`` and the like, over a constant of this file. (A test
 module cannot import this file: pytest keeps one top-level ``conftest`` module at a time, the
 last one loaded.)
+
+``KIT_HYPOTHESIS_SCALE=N`` runs every Hypothesis property test with N times the examples its
+own settings give it (``-m hypothesis`` selects them all): a deeper search than every run's.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -28,6 +32,28 @@ FOREIGN_RESULTS = sorted(  # result files of other tools (not their README or pr
     for p in (FIXTURES / "foreign").rglob("*")
     if p.is_file() and p.suffix != ".md" and not p.name.startswith(".")
 )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``KIT_HYPOTHESIS_SCALE=N``: each property test's max_examples times N, once per test
+    function (its parametrized items share it)."""
+    given = os.environ.get("KIT_HYPOTHESIS_SCALE", "1")
+    if not given.isdigit() or int(given) < 1:
+        raise pytest.UsageError(f"KIT_HYPOTHESIS_SCALE={given!r}: a whole number of 1 or more")
+    if given == "1":
+        return
+    done: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        test = getattr(test, "__func__", test)  # a method's function
+        if not getattr(test, "is_hypothesis_test", False) or id(test) in done:
+            continue
+        done.add(id(test))
+        # the settings that @given and @settings leave on the test, where Hypothesis reads them
+        own = test._hypothesis_internal_use_settings
+        test._hypothesis_internal_use_settings = settings(
+            own, max_examples=own.max_examples * int(given)
+        )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -16,6 +16,7 @@ A held run stays in the records and is left out of the headline (:mod:`kit.noise
 
 from __future__ import annotations
 
+from kit.bench.plausible import plausible
 from kit.bench.stream import RequestRecord
 from kit.metrics import RequestWitness
 
@@ -39,11 +40,12 @@ def burst(r: RequestRecord) -> bool:
 
 
 def quickest_first_token(records: list[RequestRecord]) -> float | None:
-    """The bench's quickest first token over its sequential runs (warm-ups included)."""
+    """The bench's quickest first token over its sequential runs (warm-ups included; those
+    that are not plausible measurements left out, :mod:`kit.bench.plausible`)."""
     ttfts = [
         r.ttft_s
         for r in records
-        if r.phase in ("warmup", "measured") and r.error is None and r.ttft_s
+        if r.phase in ("warmup", "measured") and r.error is None and r.ttft_s and plausible(r)
     ]
     return min(ttfts) if ttfts else None
 

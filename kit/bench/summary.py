@@ -13,6 +13,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from kit.base import KitModel
 from kit.bench.held import held_runs
 from kit.bench.load import LoadPoint
+from kit.bench.plausible import left_out, plausible
 from kit.bench.stream import RequestRecord
 from kit.metrics import ServerWindow, SpecDecode, Stats, summarize
 from kit.noise import Headline, headline
@@ -102,18 +103,20 @@ class BenchResult(KitModel):
         return data
 
 
+def _usable(prompt: str, records: list[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in records if r.prompt == prompt and r.phase == "measured" and r.usable]
+
+
 def decode_runs(prompt: str, records: list[RequestRecord]) -> dict[int, float]:
     """A prompt's usable measured runs' decode tokens/s, by run index."""
-    return {
-        r.index: r.decode_tps
-        for r in records
-        if r.prompt == prompt and r.phase == "measured" and r.usable and r.decode_tps is not None
-    }
+    return {r.index: r.decode_tps for r in _usable(prompt, records) if r.decode_tps is not None}
 
 
 def decode_headline(prompt: str, records: list[RequestRecord]) -> Headline:
-    """A prompt's decode headline: its usable runs, the held streams left out."""
-    return headline("decode_tps", decode_runs(prompt, records), held_runs(prompt, records))
+    """A prompt's decode headline: its usable runs, the held streams and the runs that are not
+    plausible measurements (kit.bench.plausible) left out."""
+    out = held_runs(prompt, records) | left_out(_usable(prompt, records))
+    return headline("decode_tps", decode_runs(prompt, records), out)
 
 
 def prompt_host_speed(prompt: str, records: list[RequestRecord]) -> HostSpeed | None:
@@ -122,15 +125,16 @@ def prompt_host_speed(prompt: str, records: list[RequestRecord]) -> HostSpeed | 
         [
             r.host_speed
             for r in records
-            if r.prompt == prompt and r.phase == "measured" and r.host_speed
+            if r.prompt == prompt and r.phase == "measured" and r.host_speed and plausible(r)
         ]
     )
 
 
 def summarize_prompt(prompt: Prompt, records: list[RequestRecord]) -> PromptSummary:
-    """One prompt's statistics over its usable measured runs (spec decode and server aside)."""
+    """One prompt's statistics over its usable measured runs (spec decode and server aside),
+    those that are not plausible measurements left out (kit.bench.plausible)."""
     measured = [r for r in records if r.prompt == prompt.name and r.phase == "measured"]
-    usable = [r for r in measured if r.usable]
+    usable = [r for r in measured if r.usable and plausible(r)]
     return PromptSummary(
         prompt=prompt.name,
         max_tokens=prompt.max_tokens,
@@ -148,7 +152,8 @@ def summarize_prompt(prompt: Prompt, records: list[RequestRecord]) -> PromptSumm
 
 
 def summarize_prefill(depth: int, records: list[RequestRecord]) -> PrefillResult:
-    """One prefill depth's statistics over its error-free measured runs."""
+    """One prefill depth's statistics over its error-free measured runs, those that are not
+    plausible measurements left out (kit.bench.plausible; the headline names them)."""
     runs = [
         r
         for r in records
@@ -158,8 +163,11 @@ def summarize_prefill(depth: int, records: list[RequestRecord]) -> PrefillResult
         and r.ttft_s
         and r.prompt_tokens
     ]
+    out = left_out(runs)
+    runs = [r for r in runs if r.index not in out]
     if not runs:
-        return PrefillResult(depth=depth, status="failed", reason="no successful run")
+        why = "no successful run" if not out else "no successful run that is a measurement"
+        return PrefillResult(depth=depth, status="failed", reason=why)
     return PrefillResult(
         depth=depth,
         status="measured",
@@ -167,6 +175,6 @@ def summarize_prefill(depth: int, records: list[RequestRecord]) -> PrefillResult
         ttft_ms=summarize((r.ttft_s or 0) * 1000 for r in runs),
         prefill_tps=summarize((r.prompt_tokens or 0) / (r.ttft_s or 1) for r in runs),
         headline=headline(
-            "prefill_tps", {r.index: (r.prompt_tokens or 0) / (r.ttft_s or 1) for r in runs}, {}
+            "prefill_tps", {r.index: (r.prompt_tokens or 0) / (r.ttft_s or 1) for r in runs}, out
         ),
     )

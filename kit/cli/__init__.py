@@ -1,5 +1,5 @@
-"""The ``kit`` command line: the top-level group, logging and error messages
-(:mod:`kit.console`, shared with the containers).
+"""The ``kit`` command line: the top-level group, logging, and the one error boundary
+(:mod:`kit.cli.boundary`; the messages are :mod:`kit.console`'s, shared with the containers).
 
 Each command lives in the module of its group and is a thin call of one stage function; this
 file only registers them.
@@ -8,30 +8,18 @@ file only registers them.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import click
 
 from kit import __version__
 from kit.cli import containers, fleet, host, importer, keys, patches, recipe, report, run, schema
+from kit.cli.boundary import KitGroup
 from kit.cli.options import examples
-from kit.console import report_error, setup_logging
-
-
-class KitGroup(click.Group):
-    """The one error boundary: every exception from a command, but click's own (a usage error,
-    ``ctx.exit``), becomes 'error:'/'hint:' lines and the documented exit code."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except (Exception, KeyboardInterrupt) as exc:
-            ctx.exit(report_error(exc))
+from kit.console import setup_logging
 
 
 @click.group(
+    "kit",
     cls=KitGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=examples(

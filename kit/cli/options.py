@@ -29,17 +29,26 @@ def base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
     if value is None:
         return None
+    option = param.opts[0] if param.opts else str(param.name)
+    hint = f"{option} takes a server's base URL, such as {option} http://127.0.0.1:8000"
     try:
         parts = urlsplit(value)
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # a bad port, an unclosed [IPv6]
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unclosed [IPv6]
         ok = False
     if not ok:
-        option = param.opts[0] if param.opts else str(param.name)
-        raise BadInputError(
-            f"{option} {value}: not an http(s) URL with a host",
-            hint=f"{option} takes a server's base URL, such as {option} http://127.0.0.1:8000",
-        )
+        raise BadInputError(f"{option} {value}: not an http(s) URL with a host", hint=hint)
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or not in 0-65535
+        digits = parts.netloc.rpartition(":")[2]
+        if not digits.isdigit():
+            raise BadInputError(
+                f"{option} {value}: the port {digits!r} is not a number", hint=hint
+            ) from None
+        port = int(digits)
+    if port is not None and not 0 < port < 65536:
+        raise BadInputError(f"{option} {value}: port {port} is out of range (1-65535)", hint=hint)
     return value
 
 

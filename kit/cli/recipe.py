@@ -60,21 +60,37 @@ def recipe_show(path: str, overrides: tuple[str, ...]) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
-def write_recipe_lock(path: str, images: bool) -> Path:
+IMAGE = "server.engine.image"
+
+
+def write_recipe_lock(path: str, images: bool) -> Path | None:
     """Resolve what the recipe at ``path`` leaves open and write its lock beside it; the GPU
-    base image only with ``images``."""
+    base image only with ``images``. None when nothing is open: no lock is written, and an old
+    one that no longer fits the recipe (which every load would refuse) is removed."""
     from kit.lock import resolve
-    from kit.recipe.lock import lock_path, write_lock
+    from kit.recipe.lock import lock_path, read_lock, write_lock
 
     loaded = load_recipe(path, use_lock=False)
-    lock = resolve(loaded.recipe, loaded.path.name, loaded.recipe.sha256(), images=images)
-    return write_lock(lock_path(loaded.path), lock)
+    sha256 = loaded.recipe.sha256()
+    lock = resolve(loaded.recipe, loaded.path.name, sha256, images=images)
+    where = lock_path(loaded.path)
+    if lock.pins:
+        return write_lock(where, lock)
+    try:
+        old = read_lock(where, path)
+    except KitError:
+        old = None  # malformed: it fits nothing
+    if where.exists() and (old is None or old.recipe_sha256 != sha256):
+        where.unlink()
+        click.echo(f"removed {where}: it locked an earlier version of the recipe", err=True)
+    return None
 
 
 @click.command(
     "lock",
     epilog=examples(
         "kit lock recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml",
+        "kit lock recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --no-image",
         "HF_ENDPOINT=http://127.0.0.1:8080 kit lock my-recipe.yaml",
     ),
 )
@@ -88,17 +104,23 @@ def lock(path: str, no_image: bool) -> None:
     """Resolve what RECIPE leaves open (hub revisions to commit shas through huggingface_hub,
     honouring HF_ENDPOINT; a GPU base image tag to its digest through the docker CLI) and write
     RECIPE.lock.yaml beside it. Every kit command then applies the lock, until the recipe
-    changes; --set still wins. Prints the lock's path and what it pinned.
+    changes; --set still wins. Prints the lock's path and what it pinned; when every pin is
+    exact already, says so on stderr and writes no lock.
     """
-    from kit.recipe.lock import read_lock
+    from kit.recipe.lock import is_exact, open_fields, read_lock
 
     written = write_recipe_lock(path, images=not no_image)
-    locked = read_lock(written)
+    if written is None:
+        image = open_fields(load_recipe(path, use_lock=False).recipe).get(IMAGE, "")
+        said = f"every pin of {path} is exact"
+        if no_image and image and not is_exact(IMAGE, image):
+            said = f"every other pin of {path} is exact, and --no-image leaves {image} open"
+        click.echo(f"nothing to resolve: {said}; no lock written", err=True)
+        return
+    locked = read_lock(written, path)
     assert locked is not None
     for pin in locked.pins:
         click.echo(f"{pin.field}: {pin.value}  ({pin.resolved_from})", err=True)
-    if not locked.pins:
-        click.echo("nothing to resolve: every pin of the recipe is exact", err=True)
     click.echo(str(written))
 
 

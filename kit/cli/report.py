@@ -229,14 +229,33 @@ def report_compare(
 
         write_compare_page(result, sides, Path(html_path))
     if as_json:
-        named = {s.lower(): f"{label} {getattr(result, s.lower())}" for s, label in labels.items()}
-        click.echo(result.model_copy(update=named).model_dump_json(indent=2))
+        data = comparison_json(result, sides, labels)
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo(comparison_text(result, labels))
     if result.verdict is not None:
         exit_by_verdict(result.verdict, fail_on)
     elif result.points is not None:
         exit_by_verdict(result.points, fail_on)
+
+
+def comparison_json(result: Any, sides: list[Any], labels: dict[str, str]) -> dict[str, Any]:
+    """`kit report compare --json`: the comparison (each labelled side's run named after its
+    label), then ``trust``: each side's signature and trust (None: a recipe's reference) and
+    whether both were verified, so that a script that reads ``verdict.verdict`` can tell."""
+    from kit.report.show.trust import side_trust
+
+    named = {s.lower(): f"{label} {getattr(result, s.lower())}" for s, label in labels.items()}
+    data: dict[str, Any] = json.loads(result.model_copy(update=named).model_dump_json())
+    trust = {
+        side: side_trust(s[1]).model_dump(mode="json") if s is not None else None
+        for side, s in zip(("a", "b"), sides, strict=True)
+    }
+    data["trust"] = {
+        **trust,
+        "verified": all(t is None or t["trusted"] for t in trust.values()),
+    }
+    return data
 
 
 @report.command(

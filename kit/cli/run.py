@@ -51,7 +51,10 @@ def _serve_options(f: F) -> F:
         help="Use this interpreter's installed engine instead of kit's own venv.",
     )(f)
     return click.option(
-        "--port", type=int, default=None, help="Port to serve on (default: a free one)."
+        "--port",
+        type=click.IntRange(1, 65535),
+        default=None,
+        help="Port to serve on (default: a free one).",
     )(f)
 
 
@@ -207,11 +210,13 @@ def bench(
     epilog=examples(
         "kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --runtime compose",
         "kit preflight recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml --rig 2x24",
-        "kit preflight recipes/cpu-tiny.yaml",
+        "kit preflight recipes/cpu-tiny.yaml --port 8000 -o /tmp/reports",
     ),
 )
 @click.argument("path", type=click.Path())
 @set_option
+@_out_option
+@_serve_options
 @_runtime_option("Check for a native run, or for the container stack (adds the image pin).")
 @click.option(
     "--rig",
@@ -219,20 +224,29 @@ def bench(
     metavar="NxGIB",
     help="Check against N cards of GIB GiB each (e.g. 2x24) instead of this machine's GPUs.",
 )
-def preflight(path: str, overrides: tuple[str, ...], runtime: str, rig: str | None) -> None:
+def preflight(
+    path: str,
+    overrides: tuple[str, ...],
+    out_dir: str,
+    port: int | None,
+    engine_python: str | None,
+    runtime: str,
+    rig: str | None,
+) -> None:
     """Check every pin and resource a run needs, before any download, build or quantization:
     a table on stdout (each item ok, FAILED or not checked, then the hints of those not checked
     and how many), every problem at once on stderr. Exit 2 when the recipe is at fault (a
-    missing pin), 3 when the machine is (GPUs, memory, disk, CPU); items not checked (a size
-    not known offline) fail nothing. `kit reproduce` runs the same checks first.
+    missing pin), 3 when the machine is (GPUs, memory, disk, CPU, the port, the output folder,
+    the engine's package index); items not checked (a size not known offline) fail nothing.
+    `kit reproduce` runs the same checks first, with the same --port, -o and --engine-python.
     """
     from kit.preflight import assumed_rig, checks, refuse, table
 
     loaded = load_recipe(path, overrides)
     cards = assumed_rig(rig) if rig else None
-    items = checks(loaded, runtime, cards)
+    items = checks(loaded, runtime, cards, engine_python, port=port, out_dir=Path(out_dir))
     click.echo(table(items))
-    refuse(loaded, items)
+    refuse(loaded.recipe.name, items)
 
 
 @click.command(
@@ -345,9 +359,14 @@ def reproduce(
     if rerun is None:
         if resolve:
             from kit.cli.recipe import write_recipe_lock
+            from kit.preflight import place_checks, settle
+
+            # the lock may pull an image: the port and the output folder are checked first
+            settle(path, place_checks(port, Path(out_dir)))
 
             # the image is resolved for the container runtime only: a native run does not use it
-            log.info("reproduce: locked %s", write_recipe_lock(path, images=runtime == "compose"))
+            locked = write_recipe_lock(path, images=runtime == "compose")
+            log.info("reproduce: %s", f"locked {locked}" if locked else "nothing to lock")
         loaded = load_recipe(path, overrides)
         if resolve:
             loaded = loaded.model_copy(update={"resolved": True})

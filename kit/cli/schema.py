@@ -21,21 +21,31 @@ from kit.errors import EXIT_FAILED
     show_default=True,
     help="Where the JSON Schemas are written.",
 )
+@click.option(
+    "--docs",
+    "docs_dir",
+    type=click.Path(file_okay=False),
+    default="docs",
+    show_default=True,
+    help="Where the figure table (figures.md) is written.",
+)
 @click.option("--check", is_flag=True, help="Exit 1 if the committed schemas differ.")
-def schema(out_dir: str, check: bool) -> None:
-    """Generate the recipe, recipe file and report JSON Schemas from the models."""
+def schema(out_dir: str, docs_dir: str, check: bool) -> None:
+    """Generate the recipe, recipe file and report JSON Schemas from the models, and the figure
+    table (docs/figures.md) from kit/figures.py."""
+    from kit.figures import markdown
     from kit.recipe import recipe_file_json_schema, recipe_json_schema
     from kit.report.schema import report_json_schema
 
     outputs = {
-        "recipe.schema.json": recipe_json_schema(),
-        "recipe-file.schema.json": recipe_file_json_schema(),
-        "report.schema.json": report_json_schema(),
+        Path(out_dir) / "recipe.schema.json": recipe_json_schema(),
+        Path(out_dir) / "recipe-file.schema.json": recipe_file_json_schema(),
+        Path(out_dir) / "report.schema.json": report_json_schema(),
+        Path(docs_dir) / "figures.md": markdown(),
     }
     drift = []
-    for name, data in outputs.items():
-        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-        path = Path(out_dir) / name
+    for path, data in outputs.items():
+        text = data if isinstance(data, str) else json.dumps(data, indent=2, sort_keys=True) + "\n"
         if check:
             if not path.exists() or path.read_text() != text:
                 drift.append(str(path))

@@ -204,7 +204,7 @@ def reproduce(  # noqa: PLR0913
     # lazy: every container loads kit.compose; the bench side loads only where used
     from kit.report.assemble import new_run_id  # noqa: PLC0415
 
-    preflight(loaded, "compose")
+    preflight(loaded, "compose", port=port, out_dir=out_root)
     image.engine_version()
     command = compose_command()
     if loaded.recipe.server.engine.device == "cuda":

@@ -12,8 +12,19 @@ from pydantic import ValidationError
 
 from kit.base import FrozenModel
 from kit.errors import BadInputError
-from kit.importers import aiperf, guidellm, llmperf, mlperf, sglang, vllm_bench
-from kit.importers.parse import Parsed, Reader, parse_file
+from kit.importers import (
+    aiperf,
+    aiperf_sweep,
+    guidellm,
+    guidellm_legacy,
+    llmperf,
+    mlperf,
+    sglang,
+    vllm_bench,
+)
+from kit.importers.club3090 import LOG_READER as CLUB3090_LOG
+from kit.importers.club3090 import ROWS_READER as CLUB3090_ROWS
+from kit.importers.parse import ImportOptions, Parsed, Reader, parse_file
 from kit.importers.pins import open_pins
 from kit.importers.schema import Imported, ImportedPoint, OpenPin
 from kit.importers.to_recipe import recipe_text, write_recipe
@@ -23,13 +34,18 @@ READERS: tuple[Reader, ...] = (
     vllm_bench.READER,
     sglang.READER,
     guidellm.READER,
+    guidellm_legacy.READER,
     aiperf.READER,
+    aiperf_sweep.READER,
     llmperf.READER,
     mlperf.READER,
+    CLUB3090_LOG,
+    CLUB3090_ROWS,
 )
 
 __all__ = [
     "READERS",
+    "ImportOptions",
     "Imported",
     "ImportedPoint",
     "ImportedRecipe",
@@ -68,6 +84,8 @@ def _usable(path: Path, imported: Imported) -> None:
     """Refuse a file with nothing to reproduce: every request failed, or no figure at all."""
     points = imported.points
     if not points:
+        if imported.prompts or imported.prefill_tps:
+            return
         raise BadInputError(f"{path}: no measured point in the file")
     counted = [p.figures for p in points if p.figures.completed is not None]
     if counted and len(counted) == len(points) and not any(f.completed for f in counted):
@@ -82,13 +100,20 @@ def _usable(path: Path, imported: Imported) -> None:
         raise BadInputError(f"{path}: no throughput or latency figure: nothing to compare with")
 
 
-def read_file(path: str | Path) -> Imported:
+def read_file(path: str | Path, *, row: str | None = None) -> Imported:
     """Read a result file of another tool: :class:`Imported`, with its tool's definitions and
-    its open pins, or a BadInputError naming the file and what was expected."""
+    its open pins, or a BadInputError naming the file and what was expected. ``row`` picks a
+    row of a Club-3090 BENCHMARKS.md (its line, or words of its Rig and Date cells)."""
     p = Path(path)
     reader = detect(p)
+    if row is not None and not reader.rows:
+        raise BadInputError(
+            f"{p}: --row picks a row of a Club-3090 BENCHMARKS.md; this file is {reader.tool} "
+            "output, one result",
+            hint="leave --row out",
+        )
     try:
-        imported = reader.read(p)
+        imported = reader.read(p, ImportOptions(row=row))
     except BadInputError as exc:
         if str(p) in exc.message or p.name in exc.message:
             raise
@@ -114,13 +139,18 @@ class ImportedRecipe(FrozenModel):
 
 
 def import_file(
-    path: str | Path, *, base: str | Path, out: str | Path | None = None
+    path: str | Path,
+    *,
+    base: str | Path,
+    out: str | Path | None = None,
+    row: str | None = None,
 ) -> ImportedRecipe:
     """Read ``path`` and write its recipe at ``out`` (validated first: nothing is written when
-    it does not validate); ``out`` None returns the complete recipe, written nowhere."""
+    it does not validate); ``out`` None returns the complete recipe, written nowhere. ``row``
+    picks a row of a Club-3090 BENCHMARKS.md."""
     if not Path(base).is_file():
         raise BadInputError(f"{base}: no such base recipe", hint="name one with --base")
-    imported = read_file(path)
+    imported = read_file(path, row=row)
     if out is None:
         return ImportedRecipe(
             imported=imported, recipe=recipe_text(imported, Path(base), None), path=None

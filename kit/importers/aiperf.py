@@ -1,5 +1,6 @@
-"""AIPerf's ``profile_export_aiperf.json`` (``schema_version`` 1.x) and
-``profile_export_aiperf.csv`` (its tables, CRLF, one after the other).
+"""AIPerf's ``profile_export_aiperf.json`` (``schema_version`` 1.x),
+``profile_export_aiperf.csv`` (its tables, CRLF, one after the other) and a sweep's aggregate
+``profile_export_aiperf_sweep.csv`` / ``.json`` (one point per swept value).
 
 AIPerf's ``inter_token_latency`` is per request (latency - TTFT) / (output tokens - 1), kit's
 TPOT; its ``inter_chunk_latency`` is the gap between chunks, kit's ITL. The CSV holds the
@@ -14,9 +15,13 @@ from pathlib import Path
 
 from kit.errors import BadInputError
 from kit.importers.parse import (
+    NO_OPTIONS,
     Fields,
+    ImportOptions,
     Parsed,
     Reader,
+    chunk_warning,
+    failure_warning,
     hub_id,
     latency,
     parse_file,
@@ -92,11 +97,14 @@ def _load(config: Fields | None) -> ImportedLoad | None:
             None,
         )
         warm = warmups if isinstance(warmups, int) else None
+        requests = phase.count("requests")
+        duration = phase.finite("duration") if requests is None else None
         if phase.count("concurrency") and phase.text("type") == "concurrency":
             return ImportedLoad(
                 pattern="concurrency",
                 level=phase.count("concurrency") or 1,
-                requests=phase.count("requests"),
+                requests=requests,
+                duration_s=duration,
                 warmup_requests=warm,
             )
         rate = phase.finite("request_rate") or phase.finite("rate")
@@ -106,7 +114,8 @@ def _load(config: Fields | None) -> ImportedLoad | None:
                 level=rate,
                 arrival="poisson",
                 max_concurrency=phase.count("concurrency"),
-                requests=phase.count("requests"),
+                requests=requests,
+                duration_s=duration,
                 warmup_requests=warm,
             )
     loadgen = config.sub("loadgen")  # the layout before phases
@@ -188,6 +197,18 @@ def _failed(doc: Fields) -> int | None:
     return sum(c for c in counts if isinstance(c, int)) if doc.has("error_summary") else None
 
 
+def _error_codes(doc: Fields) -> dict[str, int] | None:
+    """The error summary's codes (or types) and counts."""
+    out: dict[str, int] = {}
+    for e in doc.items("error_summary"):
+        if not isinstance(e, dict) or not isinstance(e.get("count"), int):
+            continue
+        details = e.get("error_details")
+        code = details.get("code") or details.get("type") if isinstance(details, dict) else None
+        out[str(code or "?")] = out.get(str(code or "?"), 0) + e["count"]
+    return out or None
+
+
 def _read_json(path: Path, doc: Fields) -> Imported:
     layout = _schema(doc)
     config = doc.sub("input_config")
@@ -217,6 +238,30 @@ def _read_json(path: Path, doc: Fields) -> Imported:
         itl_ms=_lat(doc, "inter_chunk_latency"),
         e2e_ms=_lat(doc, "request_latency"),
     )
+    label = point_label(load, 0)
+    if load is not None and load.duration_s is not None:
+        warnings.append(
+            f"{label}: a time-bounded run (the profiling phase ran {load.duration_s:g} s, "
+            f"--benchmark-duration), not a request count: {int(count or 0)} requests completed "
+            "in it, and kit's point sends that many"
+        )
+    done = int(count) if count is not None else None
+    failed = figures.failed
+    partial = failure_warning(
+        f"{label}: ",
+        done + failed if done is not None and failed is not None else None,
+        failed,
+        _error_codes(doc),
+    )
+    if partial:
+        warnings.append(partial)
+    chunky = chunk_warning(
+        f"{label}: ",
+        figures.itl_ms.mean if figures.itl_ms else None,
+        figures.tpot_ms.mean if figures.tpot_ms else None,
+    )
+    if chunky:
+        warnings.append(chunky)
     mismatch = _avg(doc, "osl_mismatch_count")
     if mismatch and count:
         diff = _avg(doc, "osl_mismatch_diff_pct")
@@ -229,7 +274,7 @@ def _read_json(path: Path, doc: Fields) -> Imported:
         warnings.append("the run was cancelled before its end (was_cancelled: true)")
     workload = _workload(config, ins, outs)
     point = ImportedPoint(
-        label=point_label(load, 0),
+        label=label,
         load=load,
         figures=figures,
         input_tokens_mean=ins,
@@ -356,7 +401,7 @@ def _read_csv(path: Path, text: str) -> Imported:
     )
 
 
-def read(path: Path) -> Imported:
+def read(path: Path, options: ImportOptions = NO_OPTIONS) -> Imported:
     """Read AIPerf's JSON or CSV export."""
     parsed = parse_file(path)
     if isinstance(parsed.json, dict):

@@ -1,5 +1,6 @@
-"""guidellm's ``benchmarks.json`` report: ``metadata.version`` 1 (guidellm 0.4-0.5: ``args``
-beside ``benchmarks``) and 2 (0.6 on: ``config.spec``), one point per benchmark (strategy).
+"""guidellm's benchmarks report: ``metadata.version`` 1 (guidellm 0.4-0.5: ``args`` beside
+``benchmarks``) and 2 (0.6 on: ``config.spec``), as JSON or YAML; one point per benchmark
+(strategy). The 0.2-0.3 layout is :mod:`kit.importers.guidellm_legacy`'s.
 
 guidellm names its figures differently from kit: its ``inter_token_latency_ms`` is per request
 (latency - TTFT) / (output tokens - 1), kit's TPOT; its ``time_per_output_token_ms`` is latency
@@ -9,14 +10,20 @@ guidellm names its figures differently from kit: its ``inter_token_latency_ms`` 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kit.errors import BadInputError
 from kit.importers.parse import (
+    NO_OPTIONS,
     Fields,
+    ImportOptions,
     Parsed,
     Reader,
+    failure_warning,
     hub_id,
     latency,
     parse_file,
@@ -46,9 +53,34 @@ DEFINITIONS: dict[PointFigure, Definition] = {
 }
 
 
+_YAML_HEAD = re.compile(r"^(?:---\s*\n)?benchmarks:\s*\n")
+
+
+def document(data: Parsed) -> Any:
+    """The report as JSON, or as YAML where it was saved so (``benchmarks.yaml``)."""
+    if data.json is not None or not _YAML_HEAD.match(data.text):
+        return data.json
+    try:
+        return yaml.safe_load(data.text)
+    except yaml.YAMLError:
+        return None
+
+
+def legacy(doc: Any) -> bool:
+    """A guidellm 0.2-0.3 report: no ``metadata``, each benchmark its ``args`` and
+    ``run_stats`` (:mod:`kit.importers.guidellm_legacy` reads it)."""
+    if not isinstance(doc, dict) or "metadata" in doc:
+        return False
+    benches = [b for b in doc.get("benchmarks") or [] if isinstance(b, dict)]
+    return bool(benches) and all("args" in b and "run_stats" in b for b in benches)
+
+
 def detect(path: Path, data: Parsed) -> bool:
-    """A JSON object with a ``benchmarks`` list of ``generative_benchmark`` entries."""
-    doc = data.json
+    """A JSON (or YAML) object with a ``benchmarks`` list of ``generative_benchmark``
+    entries, of guidellm 0.4 on (the 0.2-0.3 layout has its own reader)."""
+    doc = document(data)
+    if legacy(doc):
+        return False
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         return False
     marks = ("metadata" in doc and ("args" in doc or "config" in doc)) or any(
@@ -154,30 +186,56 @@ def _per_request(b: Fields) -> PerRequest | None:
     )
 
 
-def _point(b: Fields, index: int, planned: int | None, warnings: list[str]) -> ImportedPoint:
-    config = b.sub("config")
+def point(b: Fields, index: int, planned: int | None, warnings: list[str]) -> ImportedPoint:
+    config = b.sub("config") or b.sub("args")  # 0.2-0.3: args
     strategy = config.sub("strategy") if config else None
     requests = _max_requests(config.sub("constraints") if config else None) or planned
+    if requests is None and config is not None and config.has("max_number"):
+        requests = config.count("max_number")
+    bound = config.finite("max_duration") if config is not None and requests is None else None
     load = _load(strategy, requests) if strategy else None
+    if load is not None and bound:
+        load = load.model_copy(update={"duration_s": bound})
+    label = point_label(load, index)
     metrics = b.sub("metrics")
     if metrics is None:
         raise BadInputError(f"{b.file}: {b.at}metrics: missing (expected guidellm's figures)")
-    totals = metrics.sub("request_totals")
+    totals = metrics.sub("request_totals") or b.sub("request_totals")
     done = totals.count("successful") if totals else None
     errored = totals.count("errored") if totals else None
     total = totals.count("total") if totals else None
+    incomplete = totals.count("incomplete") if totals else None
     per_request = _per_request(b)
+    sampled = b.has("request_samples") or b.has("run_stats")
     if per_request is not None and total is not None and per_request.count != total:
+        why = (
+            "the report keeps only a sample of the records; its figures are over all of them"
+            if sampled
+            else "guidellm leaves its warm-up and cool-down out"
+        )
         warnings.append(
-            f"{point_label(load, index)}: {per_request.count} request records, {total} counted "
-            "in the figures (guidellm leaves its warm-up and cool-down out)"
+            f"{label}: {per_request.count} request records, {total} counted in the figures ({why})"
+        )
+    if bound:
+        warnings.append(
+            f"{label}: a time-bounded benchmark (max_duration {bound:g} s, no request count): "
+            f"{total if total is not None else 'its'} requests were counted in it, and kit's "
+            "point sends that many"
+        )
+    partial = failure_warning(f"{label}: ", total, errored)
+    if partial:
+        warnings.append(partial)
+    if incomplete:
+        warnings.append(
+            f"{label}: {incomplete} request(s) still running at the end (incomplete) are in "
+            "the total, not in the figures"
         )
     other = {}
     tpot_e2e = _lat(metrics, "time_per_output_token_ms")
     if tpot_e2e is not None:
         other[TPOT_E2E] = tpot_e2e
     return ImportedPoint(
-        label=point_label(load, index),
+        label=label,
         load=load,
         figures=ReferencePoint(
             requests=total,
@@ -198,7 +256,7 @@ def _point(b: Fields, index: int, planned: int | None, warnings: list[str]) -> I
     )
 
 
-def _request_body(benchmarks: list[Fields]) -> dict[str, Any]:
+def request_body(benchmarks: list[Fields]) -> dict[str, Any]:
     """The body of the first request record (guidellm keeps it as JSON text)."""
     for b in benchmarks:
         for r in _records(b)[0]:
@@ -217,10 +275,10 @@ def _workload_v1(doc: Fields, body: dict[str, Any], points: list[ImportedPoint])
     data = [shown_name(str(d)) for d in args.items("data")] if args else []
     backend = args.text("target") if args else None
     endpoint = args.text("request_format") if args else None
-    return _workload(", ".join(data) or None, body, points, backend, endpoint)
+    return workload_of(", ".join(data) or None, body, points, backend, endpoint)
 
 
-def _workload(
+def workload_of(
     dataset: str | None,
     body: dict[str, Any],
     points: list[ImportedPoint],
@@ -259,18 +317,17 @@ def _workload(
     )
 
 
-def read(path: Path) -> Imported:
+def read(path: Path, options: ImportOptions = NO_OPTIONS) -> Imported:
     """Read a guidellm report (``metadata.version`` 1 or 2)."""
     parsed = parse_file(path)
-    doc = Fields(parsed.json, path.name)
+    doc = Fields(document(parsed), path.name)
     meta = doc.sub("metadata")
     version = meta.count("version") if meta else None
     if version is None:
         raise BadInputError(
-            f"{path.name}: a guidellm report without metadata.version (guidellm 0.3 or "
-            "older): kit reads versions 1 and 2",
-            hint="re-run it with guidellm 0.5 or later, or re-save it with `guidellm benchmark "
-            "from-file`",
+            f"{path.name}: a guidellm report with neither metadata.version (guidellm 0.4 on) "
+            "nor the 0.2-0.3 layout (benchmarks with args and run_stats)",
+            hint="kit reads guidellm reports of metadata.version 1 and 2, and of 0.2-0.3",
         )
     if version not in VERSIONS:
         raise BadInputError(
@@ -300,8 +357,8 @@ def read(path: Path) -> Imported:
         data = spec.items("data") if spec else []
         if data and isinstance(data[0], dict) and data[0].get("kind") == "synthetic_text":
             synthetic = Fields(data[0], path.name, "config.spec.data[0].")
-    points = [_point(b, i, planned, warnings) for i, b in enumerate(benches)]
-    body = _request_body(benches)
+    points = [point(b, i, planned, warnings) for i, b in enumerate(benches)]
+    body = request_body(benches)
     if version == 1:
         workload = _workload_v1(doc, body, points)
     else:
@@ -312,7 +369,7 @@ def read(path: Path) -> Imported:
             for d in (spec.items("data") if spec else [])
             if isinstance(d, dict)
         ]
-        workload = _workload(
+        workload = workload_of(
             ", ".join(names) or None,
             body,
             points,

@@ -9,14 +9,18 @@ ITL. It counts tokens with a Llama tokenizer whatever the model.
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from kit.importers.parse import (
+    NO_OPTIONS,
     Fields,
+    ImportOptions,
     Parsed,
     Reader,
+    failure_warning,
     hub_id,
     latency,
     parse_file,
@@ -74,10 +78,25 @@ def _stats_ms(values: list[float]) -> LatencyFigures | None:
     return latency(s.mean, s.median, s.p90, s.p99, scale=1000.0)
 
 
+_CODES = re.compile(r"(-?\d+(?:\.\d+)?)\s*:\s*(\d+)")
+
+
+def _codes(value: Any) -> dict[str, int] | None:
+    """LLMPerf's error code frequency (a dict, or its Python text "{429.0: 130}")."""
+    pairs = value.items() if isinstance(value, dict) else _CODES.findall(str(value or ""))
+    out = {f"{float(code):g}": int(n) for code, n in pairs}
+    return out or None
+
+
 def _read_records(path: Path, records: list[Any]) -> Imported:
     rows = [Fields(r, path.name, f"[{i}].") for i, r in enumerate(records)]
     ok = [r for r in rows if r.raw("error_code") is None and not r.raw("error_msg")]
     failed = len(rows) - len(ok)
+    codes: dict[str, int] = {}
+    for r in rows:
+        if r.raw("error_code") is not None:
+            key = f"{r.finite('error_code') or 0:g}"
+            codes[key] = codes.get(key, 0) + 1
     ttft = [v for r in ok if (v := r.finite("ttft_s")) is not None]
     e2e = [v for r in ok if (v := r.finite("end_to_end_latency_s")) is not None]
     itl = [v for r in ok if (v := r.finite("inter_token_latency_s")) is not None]
@@ -114,16 +133,20 @@ def _read_records(path: Path, records: list[Any]) -> Imported:
         output_tokens=round(sum(outs) / len(outs)) if outs else None,
         lengths_from="number_input_tokens / number_output_tokens mean" if ins else None,
     )
+    warnings = [
+        "request records only: no model, concurrency or throughput (the *_summary.json "
+        "beside it has them); figures computed from the records"
+    ]
+    partial = failure_warning("", len(rows), failed, codes or None)
+    if partial:
+        warnings.append(partial)
     return Imported(
         file=path.name,
         tool="llmperf",
         layout="individual_responses.json (request records)",
         points=[point],
         workload=workload,
-        warnings=[
-            "request records only: no model, concurrency or throughput (the *_summary.json "
-            "beside it has them); figures computed from the records"
-        ],
+        warnings=warnings,
     )
 
 
@@ -164,6 +187,11 @@ def _read_summary(path: Path, doc: Fields) -> Imported:
         output_tokens_mean=doc.finite("results_number_output_tokens_mean"),
         other=other,
     )
+    partial = failure_warning(
+        f"{point.label}: ", started, errors, _codes(doc.raw("results_error_code_frequency"))
+    )
+    if partial:
+        warnings.append(partial)
     mean_in, mean_out = doc.finite("mean_input_tokens"), doc.finite("mean_output_tokens")
     sd_in, sd_out = doc.finite("stddev_input_tokens"), doc.finite("stddev_output_tokens")
     ratio = _range_ratio(mean_in, sd_in)
@@ -218,7 +246,7 @@ def _read_summary(path: Path, doc: Fields) -> Imported:
     )
 
 
-def read(path: Path) -> Imported:
+def read(path: Path, options: ImportOptions = NO_OPTIONS) -> Imported:
     """Read an LLMPerf summary or its individual responses."""
     parsed = parse_file(path)
     if isinstance(parsed.json, list):

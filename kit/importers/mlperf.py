@@ -1,5 +1,6 @@
-"""MLPerf Inference LoadGen's ``mlperf_log_summary.txt`` (the LLM benchmarks' layout, v4.x):
-scenario, throughput, latencies in ns, and the test parameters.
+"""MLPerf Inference LoadGen's ``mlperf_log_summary.txt`` (v4.x-v5.x): scenario (Server, Offline,
+SingleStream; Server under the Interactive benchmarks' latency bounds named as such),
+throughput, latencies in ns, and the test parameters.
 
 A LoadGen run is reference-only: its queries come from the benchmark's own sample set (not
 named in the summary) under LoadGen's duration and early-stopping rules, which kit's traffic
@@ -13,7 +14,15 @@ import re
 from pathlib import Path
 
 from kit.errors import BadInputError
-from kit.importers.parse import Parsed, Reader, latency, parse_file, point_label
+from kit.importers.parse import (
+    NO_OPTIONS,
+    ImportOptions,
+    Parsed,
+    Reader,
+    latency,
+    parse_file,
+    point_label,
+)
 from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, Workload
 from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
@@ -38,6 +47,11 @@ DEFINITIONS: dict[PointFigure, Definition] = {
         text="MLPerf (completed) tokens per second: output tokens of the completed samples",
     ),
 }
+_QPS = "QPS w/ loadgen overhead"
+_TPS = "TPS w/ loadgen overhead"
+# MLPerf's Interactive benchmarks bound TPOT at 40 ms (llama2-70b) or 30 ms (llama3.1-8b); its
+# Server scenarios at 100 ms or more
+INTERACTIVE_TPOT_MS = 50.0
 _LINE = re.compile(r"^\s*([^:*]+?)\s*:\s*(\S.*?)\s*$")
 
 
@@ -84,7 +98,7 @@ class _Summary:
         )
 
 
-def read(path: Path) -> Imported:
+def read(path: Path, options: ImportOptions = NO_OPTIONS) -> Imported:
     """Read a LoadGen summary (Server, Offline or SingleStream)."""
     parsed = parse_file(path)
     s = _Summary(_fields(parsed.text), path.name)
@@ -92,12 +106,18 @@ def read(path: Path) -> Imported:
     mode = s.fields.get("Mode")
     if scenario is None:
         raise BadInputError(f"{path.name}: a LoadGen summary without its Scenario line")
-    samples = s.num("Completed samples per second", "Samples per second")
-    tokens = s.num("Completed tokens per second", "Tokens per second")
-    if mode != "PerformanceOnly" or (samples is None and tokens is None):
+    # SingleStream labels its throughput "QPS / TPS w/ loadgen overhead"
+    samples = s.num("Completed samples per second", "Samples per second", _QPS)
+    tokens = s.num("Completed tokens per second", "Tokens per second", _TPS)
+    if mode != "PerformanceOnly":
         raise BadInputError(
-            f"{path.name}: an MLPerf {mode or 'unknown-mode'} summary holds no throughput: "
-            "kit imports PerformanceOnly runs"
+            f"{path.name}: an MLPerf {mode or 'unknown-mode'} summary (Mode is not "
+            "PerformanceOnly): kit imports the performance runs"
+        )
+    if samples is None and tokens is None:
+        raise BadInputError(
+            f"{path.name}: an MLPerf {scenario} summary without a throughput line kit reads "
+            f"(Samples per second, Completed samples per second, {_QPS})"
         )
     warnings: list[str] = []
     notes: list[str] = []
@@ -122,6 +142,10 @@ def read(path: Path) -> Imported:
         load = ImportedLoad(
             pattern="concurrency", level=1, requests=int(queries) if queries else None
         )
+    for label in (f"{_QPS.replace('w/', 'w/o')}", f"{_TPS.replace('w/', 'w/o')}"):
+        value = s.num(label)
+        if value is not None:
+            notes.append(f"LoadGen's {label}: {value:g} (kit takes the figure with it)")
     scheduled = s.num("Scheduled samples per second")
     if scheduled is not None:
         notes.append(f"LoadGen scheduled {scheduled:g} samples/s (target_qps {target or 0:g})")
@@ -140,13 +164,21 @@ def read(path: Path) -> Imported:
             e2e_ms=s.latency("latency", "latency"),
         ),
     )
+    layout = f"mlperf_log_summary.txt, {scenario} scenario"
+    tpot_bound = s.num("tpot_latency (ns)")
+    if scenario == "Server" and tpot_bound is not None and tpot_bound * NS <= INTERACTIVE_TPOT_MS:
+        ttft_bound = (s.num("ttft_latency (ns)") or 0) * NS
+        layout += (
+            f" under Interactive latency bounds (TTFT p99 {ttft_bound:g} ms, TPOT p99 "
+            f"{tpot_bound * NS:g} ms: an Interactive benchmark)"
+        )
     workload = Workload(dataset="the MLPerf benchmark's sample set (not named in the summary)")
     sut = s.fields.get("SUT name")
     notes.append(f"model: the summary names none (SUT {sut!r})")
     return Imported(
         file=path.name,
         tool="mlperf loadgen",
-        layout=f"mlperf_log_summary.txt, {scenario} scenario",
+        layout=layout,
         model=None,
         workload=workload,
         points=[point],

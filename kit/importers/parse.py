@@ -236,15 +236,28 @@ def shown_model(name: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class ImportOptions:
+    """What the caller picks in a file that holds several results: ``row``, a row of a
+    Club-3090 BENCHMARKS.md (its line number, or words of its Rig and Date cells)."""
+
+    row: str | None = None
+
+
+NO_OPTIONS = ImportOptions()
+
+
+@dataclass(frozen=True)
 class Reader:
     """One tool's reader: its name, what it reads (for the error on an unknown file), its
-    two functions, and how the tool defines its figures against kit's."""
+    two functions, how the tool defines its figures against kit's, and whether it picks one
+    of several results (``--row``)."""
 
     tool: str
     reads: str
     detect: Callable[[Path, Parsed], bool]
-    read: Callable[[Path], Imported]
+    read: Callable[[Path, ImportOptions], Imported]
     definitions: Mapping[PointFigure, Definition]
+    rows: bool = False
 
 
 def point_label(load: ImportedLoad | None, index: int) -> str:
@@ -259,3 +272,53 @@ def point_label(load: ImportedLoad | None, index: int) -> str:
 def mean_of(total: float | None, count: int | None) -> float | None:
     """``total / count``, None when either is unknown or the count is 0."""
     return total / count if total is not None and count else None
+
+
+def failure_warning(
+    label: str, sent: int | None, failed: int | None, codes: Mapping[str, int] | None = None
+) -> str | None:
+    """A warning for a point where some (not all) requests failed: how many, the status codes
+    where the file gives them, and that the figures are the survivors'."""
+    if not failed or not sent or failed >= sent:
+        return None
+    shown = ", ".join(f"{code} x{n}" for code, n in codes.items()) if codes else "not stated"
+    return (
+        f"{label}{failed} of {sent} requests failed (status codes: {shown}): the figures come "
+        f"from the {sent - failed} that completed"
+    )
+
+
+CHUNKY = 1.5  # ITL this many times TPOT: chunks carry several tokens
+
+
+def chunk_warning(
+    label: str, itl_ms: float | None, tpot_ms: float | None, per_gap: float | None = None
+) -> str | None:
+    """A warning where the ITL is per chunk of several tokens (ITL well above TPOT, or the
+    per-request gaps fewer than the tokens: speculative decoding or multi-step scheduling
+    streams several tokens at once)."""
+    chunky = per_gap is not None and per_gap > CHUNKY
+    if not chunky and (not itl_ms or not tpot_ms or itl_ms < CHUNKY * tpot_ms):
+        return None
+    said = []
+    if itl_ms and tpot_ms:
+        said.append(f"mean ITL {itl_ms:.3g} ms against TPOT {tpot_ms:.3g} ms")
+    if per_gap is not None:
+        said.append(f"the per-request gaps hold {per_gap:.1f} tokens each")
+    elif itl_ms and tpot_ms:
+        said.append(f"about {itl_ms / tpot_ms:.1f} tokens a chunk")
+    return (
+        f"{label}ITL is per chunk, not per token: {', '.join(said)} (speculative decoding or "
+        "multi-step scheduling streams several at once); compare it only with a run whose "
+        "chunks carry as many"
+    )
+
+
+def per_position_counts(rates: list[float], drafts: int, accepted: int) -> list[int] | None:
+    """Accepted tokens at each drafted position from per-position rates (accepted / drafts),
+    where they give exact counts (summing to ``accepted``); None where they do not."""
+    if not rates or drafts <= 0:
+        return None
+    counts = [round(r * drafts) for r in rates]
+    exact = all(abs(r * drafts - c) < 0.01 for r, c in zip(rates, counts, strict=True))
+    return counts if exact and sum(counts) == accepted else None

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
+from kit.recipe.protocol import AcceptanceFigures, PromptFigures, RigDetail
 
 VERSION = 2
 
@@ -54,6 +55,9 @@ class ImportedLoad(FrozenModel):
     )
     max_concurrency: int | None = Field(None, description="A rate point's cap on streams.")
     requests: int | None = Field(None, description="Requests the point was to send.")
+    duration_s: float | None = Field(
+        None, description="A time-bounded point's duration, in s (None: bounded by requests)."
+    )
     warmup_requests: int | None = Field(None, description="Warm-up requests, where stated.")
     note: str | None = Field(None, description="How the tool's setting became this one.")
 
@@ -92,6 +96,59 @@ class Workload(FrozenModel):
     backend_url: str | None = Field(None, description="The server it measured, as written.")
 
 
+class SpecDecode(FrozenModel):
+    """What a file says of speculative decoding: whether it drafted, how, and its counters."""
+
+    drafting: bool | None = Field(
+        description="True: the file shows drafting; False: it states none ran; None: it says "
+        "nothing (an open pin)."
+    )
+    method: str | None = Field(None, description="The method as the file names it (None: not).")
+    kit_method: Literal["dflash", "dflash2", "ngram", "draft_model", "mtp"] | None = Field(
+        None, description="kit's speculative.method for it, where one matches."
+    )
+    num_speculative_tokens: int | None = Field(
+        None, ge=1, description="Tokens drafted per step (stated, or the per-position count)."
+    )
+    draft: str | None = Field(None, description="The draft model as the file names it.")
+    acceptance: AcceptanceFigures | None = Field(
+        None, description="Accepted and drafted tokens and draft steps (kit's counters)."
+    )
+    acceptance_rate_pct: float | None = Field(
+        None, description="Accepted in percent of drafted, as the file states it."
+    )
+    acceptance_length: float | None = Field(
+        None, description="vLLM's mean acceptance length, 1 + accepted / drafts, as stated."
+    )
+    per_position_rates: list[float] = Field(
+        default_factory=list, description="Acceptance rate of each drafted position, stated."
+    )
+    scope: str | None = Field(
+        None, description="What the counters cover, where not the whole measured run."
+    )
+    source: str = Field(description="The keys or lines they were read from.")
+
+
+class Prompts(FrozenModel):
+    """A sequential per-prompt protocol (Club-3090's bench.sh): its warm-ups, runs, prompts and
+    prefill probe, as the file states them."""
+
+    warmups: int | None = Field(None, description="Warm-up requests per prompt.")
+    runs: int | None = Field(None, description="Measured requests per prompt.")
+    max_tokens: dict[str, int] = Field(
+        default_factory=dict, description="Each prompt's max_tokens, by kit's prompt name."
+    )
+    chars: dict[str, int] = Field(
+        default_factory=dict, description="Each prompt's length in characters, as printed."
+    )
+    prefill_depths: list[int] = Field(
+        default_factory=list, description="The prefill probe's target depths, in tokens."
+    )
+    prefill_runs: int | None = Field(None, description="Measured prefill requests per depth.")
+    prefill_warmups: int | None = Field(None, description="Prefill warm-ups per depth.")
+    prefill_max_tokens: int | None = Field(None, description="The prefill requests' max_tokens.")
+
+
 class OpenPin(FrozenModel):
     """Something a recipe needs that the file does not say."""
 
@@ -106,6 +163,9 @@ class Imported(FrozenModel):
     file: str = Field(description="The file's name.")
     tool: str = Field(description="The tool that wrote it, e.g. 'vllm bench serve'.")
     layout: str = Field(description="The layout detected (the schema version, or the era).")
+    part: str | None = Field(
+        None, description="The part of the file read, where it holds several (line-121)."
+    )
     tool_version: str | None = Field(None, description="The tool's version, if stated.")
     date: str | None = Field(None, description="When the run was, if stated.")
     model: str | None = Field(None, description="The model name the requests carried.")
@@ -121,7 +181,30 @@ class Imported(FrozenModel):
     server_args: list[str] = Field(
         default_factory=list, description="Serving flags the file states, as vLLM arguments."
     )
-    points: list[ImportedPoint] = Field(description="Its measured points, in file order.")
+    points: list[ImportedPoint] = Field(
+        default_factory=list, description="Its measured load points, in file order."
+    )
+    protocol: Prompts | None = Field(
+        None, description="A per-prompt protocol it followed (Club-3090), where it did."
+    )
+    prompts: dict[str, PromptFigures] = Field(
+        default_factory=dict, description="Per-prompt figures, by kit's prompt name."
+    )
+    prefill_tps: dict[int, float] = Field(
+        default_factory=dict, description="Prefill tokens/s by target depth (tokens)."
+    )
+    peak_vram_mib: float | None = Field(None, description="Peak VRAM per card, in MiB.")
+    vram_growth_mib: float | None = Field(
+        None, description="VRAM post - idle over the measured window, in MiB (all cards)."
+    )
+    max_context_tokens: int | None = Field(None, description="The served context, in tokens.")
+    kv_cache_tokens: int | None = Field(None, description="The KV cache's size, in tokens.")
+    draft_memory_mib: float | None = Field(None, description="The draft's memory, in MiB.")
+    kv_cache_dtype: str | None = Field(None, description="The KV cache dtype, as named.")
+    rig_detail: RigDetail | None = Field(None, description="The rig, part by part, if stated.")
+    speculative: SpecDecode | None = Field(
+        None, description="Speculative decoding, as far as the file says (None: nothing)."
+    )
     definitions: dict[PointFigure, Definition] = Field(
         default_factory=dict,
         description="How the tool defines its figures (by figure name): the figure of kit's "

@@ -9,20 +9,23 @@ writes in its own convention ([n(1-r), n(1+r)]).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kit.errors import BadInputError
 from kit.importers.parse import (
+    NO_OPTIONS,
     Fields,
+    ImportOptions,
     Parsed,
     Reader,
+    chunk_warning,
     hub_id,
     latency,
     mean_of,
     parse_file,
     point_label,
 )
-from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, Workload
+from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, SpecDecode, Workload
 from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
 DEFINITIONS: dict[PointFigure, Definition] = {
@@ -73,6 +76,38 @@ def _servers(run: Fields) -> list[Fields]:
         for s in states[:1]
         if isinstance(s, dict)
     ]
+
+
+# SGLang's speculative algorithms with a kit method (EAGLE / EAGLE3 have none)
+_SPEC_METHODS: dict[str, Literal["mtp", "ngram", "draft_model"]] = {
+    "NEXTN": "mtp",
+    "NGRAM": "ngram",
+    "STANDALONE": "draft_model",
+}
+
+
+def _speculative(run: Fields, server: Fields | None) -> SpecDecode | None:
+    """server_info's speculative_* arguments (an algorithm of None: none ran) and the run's
+    accept_length (SGLang's mean tokens a verify step, the bonus token included)."""
+    if server is None or not server.has("speculative_algorithm"):
+        return None
+    algorithm = server.text("speculative_algorithm")
+    if algorithm is None:
+        return SpecDecode(
+            drafting=False, source="server_info.speculative_algorithm: null (none ran)"
+        )
+    kit = _SPEC_METHODS.get(algorithm.upper())
+    topk = server.count("speculative_eagle_topk")
+    steps = server.count("speculative_num_steps")
+    return SpecDecode(
+        drafting=True,
+        method=algorithm,
+        kit_method=kit,
+        num_speculative_tokens=steps if steps and (topk is None or topk == 1) else None,
+        draft=server.text("speculative_draft_model_path"),
+        acceptance_length=run.finite("accept_length"),
+        source="server_info.speculative_* and accept_length",
+    )
 
 
 def _lat(run: Fields, name: str) -> LatencyFigures | None:
@@ -170,7 +205,7 @@ def _workload(run: Fields, notes: list[str]) -> Workload:
     )
 
 
-def read(path: Path) -> Imported:
+def read(path: Path, options: ImportOptions = NO_OPTIONS) -> Imported:
     """Read SGLang's bench_serving JSONL (every line a run)."""
     parsed = parse_file(path)
     runs = [Fields(d, path.name, f"line {i + 1}: ") for i, d in enumerate(parsed.documents)]
@@ -212,6 +247,15 @@ def read(path: Path) -> Imported:
             "re-tokenised by the client"
         )
     workload = _workload(first, notes)
+    for point in points:
+        f = point.figures
+        chunky = chunk_warning(
+            f"{point.label}: ",
+            f.itl_ms.mean if f.itl_ms else None,
+            f.tpot_ms.mean if f.tpot_ms else None,
+        )
+        if chunky:
+            warnings.append(chunky)
     repo = hub_id(model)
     disaggregated = info is not None and bool(info.items("prefill"))
     return Imported(
@@ -225,6 +269,7 @@ def read(path: Path) -> Imported:
         workload=workload,
         points=points,
         reference_only="prefill/decode disaggregated serving" if disaggregated else None,
+        speculative=_speculative(first, server),
         warnings=warnings,
         notes=notes,
     )

@@ -1,6 +1,8 @@
 """vLLM's serving benchmark results: ``benchmarks/benchmark_serving.py --save-result`` (2024
-on, the vllm-ascend CI's truncated copies too), ``vllm bench serve --save-result`` and the run
-files and ``summary.json`` list of ``vllm bench sweep``.
+on, the vllm-ascend CI's truncated copies too), ``vllm bench serve --save-result``, the run
+files and ``summary.json`` list of ``vllm bench sweep``, and the multi-turn results of vLLM's
+Rust ``vllm-bench`` (``mode: multi_turn``, per-turn metrics). Speculative decoding is read from
+the ``spec_decode_*`` keys where a run has them.
 
 kit's load-point definitions come from this benchmark, so the figures map one to one; the one
 difference is TTFT (vLLM: to the first chunk with choices; kit: to the first with text).
@@ -14,19 +16,32 @@ from typing import Any
 
 from kit.errors import BadInputError
 from kit.importers.parse import (
+    NO_OPTIONS,
     Fields,
+    ImportOptions,
     Parsed,
     Reader,
+    chunk_warning,
+    failure_warning,
     hub_id,
     latency,
     mean_of,
     parse_file,
+    per_position_counts,
     point_label,
     shown_name,
     stats,
 )
-from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, PerRequest, Workload
+from kit.importers.schema import (
+    Imported,
+    ImportedLoad,
+    ImportedPoint,
+    PerRequest,
+    SpecDecode,
+    Workload,
+)
 from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
+from kit.recipe.protocol import AcceptanceFigures
 
 TOOL = "vllm bench serve"
 # the keys every layout has, the truncated vllm-ascend one included
@@ -46,10 +61,13 @@ DEFINITIONS: dict[PointFigure, Definition] = {
 }
 
 
+_MULTI_TURN = ("backend", "model_id", "mode", "per_turn_metrics")
+
+
 def _is_run(doc: Any) -> bool:
-    return (
-        isinstance(doc, dict) and all(k in doc for k in _KEYS) and any(k in doc for k in _FIGURES)
-    )
+    if not isinstance(doc, dict) or not any(k in doc for k in _FIGURES):
+        return False
+    return all(k in doc for k in _KEYS) or all(k in doc for k in _MULTI_TURN)
 
 
 def detect(path: Path, data: Parsed) -> bool:
@@ -61,6 +79,8 @@ def detect(path: Path, data: Parsed) -> bool:
 
 
 def _layout(run: Fields, summary: bool) -> str:
+    if run.text("mode") == "multi_turn":
+        return "vllm-bench (Rust) multi-turn result"
     if summary:
         return "vllm bench sweep summary.json (a list of runs)"
     if run.has("run_number"):
@@ -73,6 +93,20 @@ def _layout(run: Fields, summary: bool) -> str:
 
 
 def _load(run: Fields, notes: list[str]) -> ImportedLoad | None:
+    if run.text("mode") == "multi_turn":
+        streams = run.count("multi_turn_concurrency")
+        return (
+            ImportedLoad(
+                pattern="concurrency",
+                level=streams,
+                requests=run.count("completed"),
+                note=f"{run.count('num_conversations')} conversation(s) of "
+                f"{run.num('avg_turns_completed') or 0:g} turns, {streams} at a time; the "
+                "completed turns stand for the requests",
+            )
+            if streams
+            else None
+        )
     rate = run.num("request_rate")
     cap = run.count("max_concurrency")
     prompts = run.count("num_prompts")
@@ -173,9 +207,27 @@ def _point(run: Fields, index: int, notes: list[str], warnings: list[str]) -> Im
         itl_ms=None if none_done else _lat(run, "itl"),
         e2e_ms=None if none_done else e2e,
     )
+    label = point_label(load, index)
+    if not none_done:
+        chunky = chunk_warning(
+            f"{label}: ",
+            figures.itl_ms.mean if figures.itl_ms else None,
+            figures.tpot_ms.mean if figures.tpot_ms else None,
+            _tokens_per_gap(run),
+        )
+        if chunky:
+            warnings.append(chunky)
+        sent = (
+            prompts
+            if prompts is not None
+            else (completed + failed if completed is not None and failed is not None else None)
+        )
+        partial = failure_warning(f"{label}: ", sent, failed, _error_codes(run))
+        if partial:
+            warnings.append(partial)
     run_number = run.count("run_number")
     return ImportedPoint(
-        label=point_label(load, index),
+        label=label,
         load=load,
         run=run_number,
         figures=figures,
@@ -183,6 +235,75 @@ def _point(run: Fields, index: int, notes: list[str], warnings: list[str]) -> Im
         output_tokens_mean=mean_of(run.finite("total_output_tokens"), completed),
         per_request=_per_request(run, warnings),
     )
+
+
+def _tokens_per_gap(run: Fields) -> float | None:
+    """Output tokens after the first over the gaps the per-request ``itls`` hold (1: a gap a
+    token)."""
+    outputs = run.numbers("output_lens")
+    gaps = [len(g) for g in run.items("itls") if isinstance(g, list)]
+    if not gaps or len(gaps) != len(outputs) or not sum(gaps):
+        return None
+    return sum(max(n - 1, 0) for n, g in zip(outputs, gaps, strict=True) if g) / sum(gaps)
+
+
+def _error_codes(run: Fields) -> dict[str, int] | None:
+    """The distinct error texts of a run's per-request ``errors`` list, counted (vLLM saves
+    the exception text, not a status code)."""
+    errors = [str(e).strip().splitlines()[0][:60] for e in run.items("errors") if e]
+    if not errors:
+        return None
+    out: dict[str, int] = {}
+    for e in errors:
+        out[e] = out.get(e, 0) + 1
+    return out
+
+
+def _speculative(run: Fields) -> SpecDecode | None:
+    """The ``spec_decode_*`` keys a run saves when the server drafted (vLLM bench serve reads
+    them from the server's counters; the Rust vllm-bench too)."""
+    drafts = run.count("spec_decode_num_drafts")
+    drafted = run.count("spec_decode_draft_tokens")
+    accepted = run.count("spec_decode_accepted_tokens")
+    rates = run.numbers("spec_decode_per_position_acceptance_rates")
+    rate = run.finite("spec_decode_acceptance_rate")
+    length = run.finite("spec_decode_acceptance_length")
+    if all(v is None for v in (drafts, drafted, accepted, rate, length)) and not rates:
+        return None
+    counters = (
+        AcceptanceFigures(
+            accepted=accepted,
+            drafted=drafted,
+            drafts=drafts,
+            accepted_per_position=per_position_counts(rates, drafts, accepted),
+        )
+        if drafts is not None and drafted is not None and accepted is not None
+        else None
+    )
+    k = len(rates) or (drafted // drafts if drafts and drafted and drafted % drafts == 0 else None)
+    return SpecDecode(
+        drafting=True,
+        num_speculative_tokens=k or None,
+        acceptance=counters,
+        acceptance_rate_pct=rate,
+        acceptance_length=length,
+        per_position_rates=rates,
+        source="the spec_decode_* keys",
+    )
+
+
+def _turns(run: Fields) -> str | None:
+    """The per-turn TTFT of a multi-turn run, as a note: the prompt grows turn by turn."""
+    parts = []
+    for i, raw in enumerate(run.items("per_turn_metrics")):
+        if not isinstance(raw, dict):
+            continue
+        turn = Fields(raw, run.file, f"per_turn_metrics[{i}].")
+        n, inputs = turn.count("completed"), turn.finite("total_input_tokens")
+        ttft = turn.finite("mean_ttft_ms")
+        if n and inputs is not None and ttft is not None:
+            parts.append(f"turn {turn.count('turn_index')}: {inputs / n:.0f} in, {ttft:.0f} ms")
+    return "per turn, mean prompt tokens and TTFT: " + "; ".join(parts) if parts else None
 
 
 def _date(value: str | None) -> str | None:
@@ -203,7 +324,7 @@ def _server_args(run: Fields, notes: list[str]) -> list[str]:
     return ["--max-num-seqs", str(seqs)]
 
 
-def read(path: Path) -> Imported:
+def read(path: Path, options: ImportOptions = NO_OPTIONS) -> Imported:
     """Read a vLLM benchmark result (one run, or a sweep's list of runs)."""
     parsed = parse_file(path)
     doc = parsed.json
@@ -244,9 +365,24 @@ def read(path: Path) -> Imported:
     )
     if summary and len({p.label for p in points}) < len(points):
         notes.append(f"{len(points)} runs of {len({p.label for p in points})} point(s)")
+    multi = first.text("mode") == "multi_turn"
+    reference_only = None
+    if multi:
+        reference_only = (
+            "a multi-turn run (each turn resends the conversation so far): kit's traffic sends "
+            "single-turn requests"
+        )
+        turns = _turns(first)
+        if turns:
+            notes.append(turns)
+        workload = workload.model_copy(update={"dataset": first.text("workload")})
     return Imported(
         file=path.name,
-        tool="vllm bench sweep" if summary or first.has("run_number") else TOOL,
+        tool="vllm-bench (Rust)"
+        if multi
+        else "vllm bench sweep"
+        if summary or first.has("run_number")
+        else TOOL,
         layout=layout,
         date=_date(first.text("date")),
         model=model,
@@ -254,6 +390,8 @@ def read(path: Path) -> Imported:
         workload=workload,
         points=points,
         server_args=_server_args(first, notes),
+        speculative=_speculative(first),
+        reference_only=reference_only,
         warnings=warnings,
         notes=notes,
     )
@@ -261,8 +399,8 @@ def read(path: Path) -> Imported:
 
 READER = Reader(
     tool="vllm bench serve / sweep",
-    reads="vLLM benchmark_serving.py / `vllm bench serve --save-result` JSON, or a "
-    "`vllm bench sweep` run file or summary.json list",
+    reads="vLLM benchmark_serving.py / `vllm bench serve --save-result` JSON, a "
+    "`vllm bench sweep` run file or summary.json list, or a vllm-bench (Rust) multi-turn result",
     detect=detect,
     read=read,
     definitions=DEFINITIONS,

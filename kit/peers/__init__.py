@@ -11,6 +11,7 @@ from __future__ import annotations
 from kit.peers.aiperf import AIPerf
 from kit.peers.base import Env, Invocation, Peer, PeerJob
 from kit.peers.guidellm import GuideLLM
+from kit.peers.install import Host
 from kit.peers.run import run_peer, run_peers, summary_notes
 from kit.peers.schema import (
     FIGURES,
@@ -44,6 +45,7 @@ __all__ = [
     "Env",
     "FigureSpec",
     "GuideLLM",
+    "Host",
     "Invocation",
     "KitPoint",
     "Peer",

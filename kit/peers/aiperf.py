@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from kit.importers import aiperf as reader
 from kit.peers.base import Env, Invocation, Peer, PeerJob, tool_environ, write_jsonl
-from kit.peers.install import ensure_venv
+from kit.peers.install import Host, peer_venv
 from kit.peers.traffic import TrafficPoint, extra_body
 from kit.recipe import PeerName
 from kit.recipe.patterns import Pacing
@@ -64,10 +64,11 @@ class AIPerf(Peer):
     name: ClassVar[str] = "AIPerf"
     definitions = reader.DEFINITIONS
 
-    def environment(self, job: PeerJob) -> Env:
-        python = ensure_venv(PACKAGE, VERSION)
+    def install(self, host: Host) -> Env:
+        venv = peer_venv(PACKAGE, VERSION, host)
         # not HF_HUB_OFFLINE: AIPerf 0.13 then looks a local tokenizer folder up as a hub id
-        return Env(str(python), VERSION, f"PyPI {PACKAGE}=={VERSION}, its own venv", tool_environ())
+        source = venv.source(PACKAGE, VERSION)
+        return Env(str(venv.python), VERSION, source, tool_environ(), venv.host_packages)
 
     def prepare(self, point: TrafficPoint, job: PeerJob, where: Path) -> Invocation:
         rows = [{"text": r.text, "output_length": r.max_tokens} for r in point.sent(self.tool)]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kit.paths import display_path
+from kit.peers.install import Host, system_site_packages
 from kit.peers.traffic import TrafficPoint
 from kit.recipe import Bench, PeerName
 from kit.recipe.figures import Definition, PointFigure
@@ -41,15 +42,29 @@ class PeerJob:
     def tool_dir(self, tool: str) -> Path:
         return self.out_dir / "peers" / tool
 
+    @property
+    def host(self) -> Host:
+        """The engine's side, where a tool is installed (raises BadInputError for a
+        KIT_PEERS_SYSTEM_SITE_PACKAGES that is neither yes nor no)."""
+        return Host(
+            python=self.python,
+            pythonpath=self.pythonpath,
+            engine_version=self.engine_version,
+            torch=self.torch,
+            site_packages=system_site_packages(self.bench.peers_system_site_packages),
+        )
+
 
 @dataclass(frozen=True)
 class Env:
-    """The interpreter a tool runs with, its version, and where it came from (in words)."""
+    """The interpreter a tool runs with, its version, where it came from (in words), and the
+    packages its venv takes from the host's Python (``name==version``; none: its own)."""
 
     python: str
     version: str | None
     source: str
     environ: dict[str, str] = field(default_factory=dict)
+    host_packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,9 +86,16 @@ class Peer(ABC):
     # how the tool defines its figures against kit's: its importer's (kit.importers)
     definitions: ClassVar[Mapping[PointFigure, Definition]]
 
-    @abstractmethod
     def environment(self, job: PeerJob) -> Env:
-        """Its interpreter, installed if need be (raises InstallError or a KitError)."""
+        """Its interpreter for ``job``, installed if need be (raises InstallError or a
+        KitError): :meth:`install` on the job's host."""
+        return self.install(job.host)
+
+    def install(self, host: Host) -> Env:
+        """Its interpreter beside ``host``, installed if need be (raises InstallError or a
+        KitError); by default the engine's own."""
+        extra = {"PYTHONPATH": host.pythonpath} if host.pythonpath else {}
+        return Env(host.python, host.engine_version, "the engine's Python", tool_environ(extra))
 
     @abstractmethod
     def prepare(self, point: TrafficPoint, job: PeerJob, where: Path) -> Invocation:

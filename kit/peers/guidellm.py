@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from kit import installer
 from kit.importers import guidellm as reader
 from kit.peers.base import Env, Invocation, Peer, PeerJob, tool_environ, write_jsonl
-from kit.peers.install import ensure_venv
+from kit.peers.install import Host, peer_venv
 from kit.peers.traffic import TrafficPoint, extra_body
 from kit.recipe import PeerName
 from kit.recipe.patterns import Pacing
@@ -80,11 +80,12 @@ class GuideLLM(Peer):
     name: ClassVar[str] = "guidellm"
     definitions = reader.DEFINITIONS
 
-    def environment(self, job: PeerJob) -> Env:
-        python = ensure_venv(PACKAGE, VERSION, *torch_requirement(job.torch))
+    def install(self, host: Host) -> Env:
+        venv = peer_venv(PACKAGE, VERSION, host, *torch_requirement(host.torch))
         # the tokenizer is a local folder: nothing to ask the hub
         environ = tool_environ({"HF_HUB_OFFLINE": "1"})
-        return Env(str(python), VERSION, f"PyPI {PACKAGE}=={VERSION}, its own venv", environ)
+        source = venv.source(PACKAGE, VERSION)
+        return Env(str(venv.python), VERSION, source, environ, venv.host_packages)
 
     def notes(self, point: TrafficPoint) -> list[str]:
         out = super().notes(point)

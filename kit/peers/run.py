@@ -109,6 +109,7 @@ def run_peer(
         name=peer.name,
         version=env.version,
         source=env.source,
+        host_packages=list(env.host_packages),
         definitions=_definitions(peer.definitions),
         points=entries,
         agree=all_agree([e.agree for e in entries]),
@@ -136,6 +137,14 @@ def summary_notes(peers: Peers) -> list[str]:
         if run.error:
             out.append(f"{named} did not run: {run.error.splitlines()[0]}")
             continue
+        if run.host_packages:
+            some = ", ".join(run.host_packages[:4])
+            more = ", ..." if len(run.host_packages) > 4 else ""
+            out.append(
+                f"{named} ran in a venv over the engine's Python's site-packages, "
+                f"{len(run.host_packages)} of its packages from there ({some}{more}; the peers "
+                "block lists them)"
+            )
         failed = [p.label for p in run.points if p.error]
         if failed:
             out.append(f"{named} failed at {', '.join(failed)}: its log in peers/{run.tool}/")

@@ -115,6 +115,12 @@ class PeerRun(FrozenModel):
     name: str = Field(description="The tool, e.g. 'guidellm'.")
     version: str | None = Field(description="Its version (None: not known, it failed first).")
     source: str = Field(description="Where it ran from: its venv and pin, or the engine's.")
+    host_packages: list[str] = Field(
+        default_factory=list,
+        description="The packages its venv took from the engine's Python's site-packages "
+        "(bench.peers_system_site_packages), name==version, those it requires directly or not; "
+        "empty: its venv held all it needs.",
+    )
     definitions: dict[str, str] = Field(
         default_factory=dict,
         description="How it defines each figure, by kit's figure name (its importer's words).",

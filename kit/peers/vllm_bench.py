@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from kit.importers import vllm_bench as reader
 from kit.peers.base import Env, Invocation, Peer, PeerJob, tool_environ, write_jsonl
+from kit.peers.install import Host
 from kit.peers.traffic import TrafficPoint
 from kit.recipe import PeerName, Prompt, VllmBenchSettings
 from kit.vllm_bench import VllmBenchJob, bench_argv
@@ -62,9 +63,9 @@ class VllmBenchPeer(Peer):
             )
         return out
 
-    def environment(self, job: PeerJob) -> Env:
-        extra = {"PYTHONPATH": job.pythonpath} if job.pythonpath else {}
-        return Env(job.python, job.engine_version, "the engine's vLLM", tool_environ(extra))
+    def install(self, host: Host) -> Env:
+        extra = {"PYTHONPATH": host.pythonpath} if host.pythonpath else {}
+        return Env(host.python, host.engine_version, "the engine's vLLM", tool_environ(extra))
 
     def prepare(self, point: TrafficPoint, job: PeerJob, where: Path) -> Invocation:
         measured = point.sent(self.tool)[point.warmups :]

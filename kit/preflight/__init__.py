@@ -14,8 +14,11 @@ first step of ``kit reproduce`` in both runtimes):
   memory for KV cache, model and engine, and free disk under ``$KIT_HOME``;
 - for a GPU recipe, free disk against the hub's sizes of what would be downloaded plus the
   quantized output (:mod:`kit.preflight.disk`, :mod:`kit.preflight.hub`);
-- natively, the engine's Python (:mod:`kit.preflight.engine`); in containers, a Docker engine
-  this user may use and, for a GPU recipe, its NVIDIA runtime (:mod:`kit.preflight.docker`).
+- natively, the engine's Python, and for an engine still to be installed whether its package
+  indexes answer (:mod:`kit.preflight.engine`); in containers, a Docker engine this user may
+  use and, for a GPU recipe, its NVIDIA runtime (:mod:`kit.preflight.docker`);
+- the port given with ``--port`` (:mod:`kit.preflight.port`: free, or who holds it) and the
+  output folder (:func:`kit.preflight.disk.output_check`: writable, with room for a run).
 
 Each item is ok, a problem, or not checked (a size kit could not learn without a download, a
 CPU flag it could not read), with why and what would let it be checked. A problem in a pin is
@@ -30,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+from pathlib import Path
 
 from kit import engine as engine_mod
 from kit.errors import BadInputError, EnvironmentProblem
@@ -46,11 +50,12 @@ from kit.preflight.cpu import (
     shm_check,
     shm_free_mib,
 )
-from kit.preflight.disk import gpu_disk_check
+from kit.preflight.disk import gpu_disk_check, output_check
 from kit.preflight.docker import container_checks
 from kit.preflight.engine import engine_python_check
 from kit.preflight.gpu import Card, Estimate, estimate, visible_cards
 from kit.preflight.pins import pin_checks
+from kit.preflight.port import port_check
 from kit.preflight.shape import ModelShapes, Shape, Unknown, model_shapes
 from kit.recipe import LoadedRecipe, Recipe
 
@@ -74,8 +79,13 @@ __all__ = [
     "memory_check",
     "model_shapes",
     "not_checked",
+    "output_check",
+    "place_checks",
+    "port_check",
     "preflight",
     "refuse",
+    "serve_checks",
+    "settle",
     "table",
 ]
 
@@ -144,23 +154,48 @@ def assumed_rig(spec: str) -> list[Card]:
     return [Card(index=i, name="card", memory_gib=size) for i in range(n)]
 
 
+def place_checks(port: int | None, out_dir: Path | None) -> list[Check]:
+    """Where the run goes: the port it is to serve on (when given) and the output folder
+    (when given)."""
+    return [
+        *([port_check(port)] if port is not None else []),
+        *([output_check(out_dir)] if out_dir is not None else []),
+    ]
+
+
+def serve_checks(
+    loaded: LoadedRecipe, port: int | None, engine_python: str | None = None
+) -> list[Check]:
+    """What ``kit serve`` checks before it builds: the engine (its Python, or the indexes of
+    one still to be installed) and the port."""
+    return [engine_python_check(loaded.recipe, engine_python), *place_checks(port, None)]
+
+
 def checks(
     loaded: LoadedRecipe,
     runtime: str = "native",
     rig: list[Card] | None = None,
     engine_python: str | None = None,
+    *,
+    port: int | None = None,
+    out_dir: Path | None = None,
 ) -> list[Check]:
     """Every preflight item for the recipe on this machine, for ``runtime`` (native, compose);
     ``rig`` stands in for the GPUs NVML shows (:func:`assumed_rig`); ``engine_python`` is the
-    interpreter a native run is given (else ``KIT_ENGINE_PYTHON``, else kit's managed venv).
+    interpreter a native run is given (else ``KIT_ENGINE_PYTHON``, else kit's managed venv);
+    ``port`` and ``out_dir`` where the run serves and writes (:func:`place_checks`).
     The model's shape is derived once here, for every item that sizes something."""
     recipe = loaded.recipe
     gpu = recipe.server.engine.device == "cuda"
     items = pin_checks(loaded, runtime)
     if runtime == "compose":
-        items += container_checks(gpu)
+        items += [*container_checks(gpu), *place_checks(port, out_dir)]
     else:
-        items += [engine_python_check(recipe, engine_python), shm_check(shm_free_mib())]
+        items += [
+            engine_python_check(recipe, engine_python),
+            *place_checks(port, out_dir),
+            shm_check(shm_free_mib()),
+        ]
     shapes = model_shapes(loaded)
     if gpu:
         if rig is not None:
@@ -216,16 +251,16 @@ def not_checked(items: list[Check]) -> list[str]:
     return [*(f"hint: {h}" for h in hints), count]
 
 
-def refuse(loaded: LoadedRecipe, items: list[Check]) -> None:
-    """Raise naming every problem among ``items``, their hints one a line: ``BadInputError``
-    (exit 2) when one is the recipe's fault, else ``EnvironmentProblem`` (exit 3). Items not
-    checked fail nothing."""
+def refuse(name: str, items: list[Check]) -> None:
+    """Raise naming every problem among ``items`` (for the recipe called ``name``), their hints
+    one a line: ``BadInputError`` (exit 2) when one is the recipe's fault, else
+    ``EnvironmentProblem`` (exit 3). Items not checked fail nothing."""
     failed = [c for c in items if c.state == "problem"]
     if failed:
         error = BadInputError if any(c.fault == "recipe" for c in failed) else EnvironmentProblem
         hints = (line for c in failed for line in c.hint.splitlines() if line)
         raise error(
-            f"preflight: {loaded.recipe.name} cannot run here:\n"
+            f"preflight: {name} cannot run here:\n"
             + "\n".join(f"  {c.name}: {c.detail}" for c in failed),
             hint="\n".join(dict.fromkeys(hints)),
         )
@@ -236,10 +271,18 @@ def preflight(
     runtime: str = "native",
     rig: list[Card] | None = None,
     engine_python: str | None = None,
+    *,
+    port: int | None = None,
+    out_dir: Path | None = None,
 ) -> list[Check]:
-    """Run the checks once; log the items not checked (a warning each, with why, and
-    :func:`not_checked`'s lines); raise naming every problem (:func:`refuse`)."""
-    items = checks(loaded, runtime, rig, engine_python)
+    """Run the checks once and :func:`settle` them."""
+    items = checks(loaded, runtime, rig, engine_python, port=port, out_dir=out_dir)
+    return settle(loaded.recipe.name, items)
+
+
+def settle(name: str, items: list[Check]) -> list[Check]:
+    """Log the items not checked (a warning each, with why, and :func:`not_checked`'s lines);
+    raise naming every problem (:func:`refuse`); else return ``items``."""
     for item in items:  # problems go into the error; passes are for -v / KIT_DEBUG
         if item.state == "not checked":
             log.warning("preflight: not checked: %s: %s", item.name, item.detail)
@@ -247,5 +290,5 @@ def preflight(
             log.debug("preflight: %s: %s: %s", item.name, LABELS[item.state], item.detail)
     for line in not_checked(items):
         log.warning("preflight: %s", line)
-    refuse(loaded, items)
+    refuse(name, items)
     return items

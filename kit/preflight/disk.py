@@ -11,10 +11,14 @@ A synthetic model is generated instead of downloaded: its bf16 size counts as th
 Where the hub does not answer (offline, unpinned), the check is not made: it says what it could
 not size, and fails only when what it could size does not fit already (a preflight does not
 refuse what it cannot know, nor call it ok).
+
+The output folder (``-o``) is checked apart: a folder this user may write in (or may make), with
+room for a run's folder: its report, server log and the logs of the tools beside the bench.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -27,14 +31,40 @@ from kit.recipe import AutoRoundQuantization, LoadedRecipe, SyntheticModel
 from kit.recipe.sources import HubModel
 
 SCRATCH_GIB = 1.0
+OUTPUT_GIB = 0.25  # a run's folder: the report, the server log, the peer tools' files
+
+
+def nearest(path: Path) -> Path:
+    """``path`` or, where it is not there yet, its nearest existing parent."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return probe
 
 
 def free_gib(home: Path) -> float:
     """Free GiB on the disk that holds ``home`` (or would: its nearest existing parent)."""
-    probe = home
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    return shutil.disk_usage(probe).free / GIB
+    return shutil.disk_usage(nearest(home)).free / GIB
+
+
+def output_check(out: Path, free: float | None = None) -> Check:
+    """The folder run folders are written to: a folder (or one that can be made) this user may
+    write in, with :data:`OUTPUT_GIB` free."""
+    probe = nearest(out.absolute())
+    shown = display_path(probe)
+    made = "" if probe == out.absolute() else f" (to be made in {shown})"
+    hint = "pass -o a folder this user may write in"
+    if not probe.is_dir():
+        return Check("output", False, f"{out}: {shown} is not a folder", hint)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return Check("output", False, f"{out}{made}: this user may not write in {shown}", hint)
+    free = shutil.disk_usage(probe).free / GIB if free is None else free
+    return Check(
+        "output",
+        free >= OUTPUT_GIB,
+        f"{out}{made}: writable, {free:.1f} GiB free, {OUTPUT_GIB:g} GiB needed for a run's folder",
+        "free disk space there, or pass -o a folder on another disk",
+    )
 
 
 def gpu_disk_check(

@@ -2,7 +2,9 @@
 ``--engine-python`` or ``KIT_ENGINE_PYTHON`` must run and carry the recipe's engine at its
 pinned version (read from its metadata, without importing it: seconds, not the minute an import
 of vLLM can take); a managed engine says whether its venv is there or will be made, and with
-which Python.
+which Python. One still to be made needs its package indexes: each is asked (a HEAD request,
+seconds), an index that cannot serve is a problem, one that does not answer in time is not
+checked, and offline (pip's no-index, UV_OFFLINE) nothing is asked: not checked.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import shutil
 import subprocess
 import sys
 
+from kit import engine as engine_mod
 from kit.engine import MARKER, managed_dir
 from kit.preflight.check import Check
-from kit.recipe import Recipe
+from kit.recipe import Engine, Recipe
 
 _VERSIONS = """
 import importlib.metadata as md, json, sys
@@ -31,15 +34,11 @@ def engine_python_check(recipe: Recipe, python: str | None = None) -> Check:
     engine = recipe.server.engine
     given = python or os.environ.get("KIT_ENGINE_PYTHON")
     if not given:
-        root = managed_dir(engine, recipe.server.patches)
-        ready = (root / MARKER).exists()
-        py = ".".join(map(str, sys.version_info[:3]))
-        return Check(
-            "engine python",
-            True,
-            f"managed: {engine.name} {engine.version} "
-            + ("installed" if ready else f"to be installed by uv, with Python {py}"),
-        )
+        if (managed_dir(engine, recipe.server.patches) / MARKER).exists():
+            return Check(
+                "engine python", True, f"managed: {engine.name} {engine.version} installed"
+            )
+        return install_check(engine)
     path = shutil.which(given) or given
     hint = f"install {engine.name}=={engine.version} for {given}, or let kit manage the engine"
     try:
@@ -66,3 +65,33 @@ def engine_python_check(recipe: Recipe, python: str | None = None) -> Check:
             hint,
         )
     return Check("engine python", True, f"{where}: {engine.name} {installed}")
+
+
+def install_check(engine: Engine) -> Check:
+    """A managed engine still to be installed: whether the package indexes uv would ask
+    answer."""
+    py = ".".join(map(str, sys.version_info[:3]))
+    what = f"managed: {engine.name} {engine.version} to be installed by uv, with Python {py}"
+    sources = engine_mod.package_sources(engine)
+    if sources.offline:
+        wheels = ", ".join(sources.find_links) or "uv's cache alone"
+        return Check(
+            "engine python",
+            None,
+            f"{what}; offline mode ({sources.offline}): no index asked, the wheels come from "
+            f"{wheels}",
+            f"offline, the install takes {engine.name}=={engine.version} and its dependencies "
+            f"from {wheels}: nothing checks that they are there before it runs",
+        )
+    answers = engine_mod.ask_indexes(sources)
+    shown = "; ".join(f"index {a.url}: {a.detail}" for a in answers)
+    fix = (
+        "check the network, or point PIP_INDEX_URL or UV_INDEX_URL (or pip's index-url: pip "
+        "config list) at an index this machine reaches; or install the engine yourself and "
+        "pass --engine-python"
+    )
+    if any(a.ok is False for a in answers):
+        return Check("engine python", False, f"{what}; {shown}", fix)
+    if any(a.ok is None for a in answers):
+        return Check("engine python", None, f"{what}; {shown}", fix)
+    return Check("engine python", True, f"{what}; {shown}")

@@ -4,8 +4,9 @@ the GPU memory estimate), fetched into kit's huggingface_hub cache.
 
 Only where the hub is reachable: with ``HF_HUB_OFFLINE`` set, an unpinned revision, or a hub
 that does not answer within :data:`TIMEOUT_S`, the caller gets the reason instead, and the
-checks that needed the answer say they were not made. The client is huggingface_hub itself, so
-``HF_ENDPOINT`` (read at call time) and ``HF_TOKEN`` apply.
+checks that needed the answer say they were not made. A hub that answers that it has no such
+repository or revision (:data:`NOT_FOUND`) makes the pin a problem. The client is
+huggingface_hub itself, so ``HF_ENDPOINT`` (read at call time) and ``HF_TOKEN`` apply.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ TIMEOUT_S = 10.0
 NOT_PINNED = "not pinned"
 OFFLINE = "HF_HUB_OFFLINE is set"
 NO_ANSWER = "the hub did not answer"
+NOT_FOUND = "the hub has no such repository or revision"
+# what the hub answers for a repository or revision it does not have (or will not show)
+_MISSING = {"RepositoryNotFoundError", "RevisionNotFoundError"}
 
 
 @dataclass(frozen=True)
@@ -77,8 +81,14 @@ def _listing(repo_id: str, revision: str, endpoint: str) -> dict[str, int] | str
         )
     except Exception as exc:  # unreachable, gated, unknown: the check says so, nothing fails here
         log.debug("preflight: hub metadata of %s failed", repo_id, exc_info=True)
-        return f"{NO_ANSWER}: {type(exc).__name__}"
+        name = type(exc).__name__
+        return f"{NOT_FOUND if name in _MISSING else NO_ANSWER}: {name}"
     return {s.rfilename: int(s.size or 0) for s in info.siblings or []}
+
+
+def cached(spec: HubModel) -> bool:
+    """Whether kit's hub cache holds the pinned revision (the hub client resolved it once)."""
+    return spec.revision is not None and _snapshot(spec) is not None
 
 
 def repo_files(spec: HubModel) -> tuple[RepoFiles | None, str]:
@@ -157,6 +167,11 @@ def fix(why: str, recipe_file: str) -> str:
         return (
             f"unset HF_HUB_OFFLINE and run kit preflight {recipe_file} again: it reads "
             "config.json and the file sizes from the hub (a few KB, no weights)"
+        )
+    if NOT_FOUND in why:
+        return (
+            f"check the repo_id and the revision in {recipe_file} (kit lock {recipe_file} pins "
+            "the current commit of an open one; a private or gated repository needs HF_TOKEN)"
         )
     if NO_ANSWER in why:
         return (

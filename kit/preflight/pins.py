@@ -1,6 +1,9 @@
 """Pins: everything a recipe downloads or builds on must name the exact bits, checked before any
 of it starts, all at once (the model stage would otherwise refuse one at a time, the later ones
-after a 54 GB download)."""
+after a 54 GB download). A hub revision is ok where kit's hub cache or the hub knows it, a
+problem where the hub says it has no such revision, and not checked where neither answers
+(offline, no network): its form alone proves nothing. A calibration set loaded by name is not
+checked: kit cannot pin it."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from kit.bench.load import file_requests
 from kit.errors import BadInputError
 from kit.image import CUDA_BASE_IMAGE, base_image_for, engine_source, is_pinned
 from kit.paths import display_path
+from kit.preflight import hub
 from kit.preflight.check import Check
 from kit.preflight.hub import lock_hint
 from kit.recipe import LoadedRecipe
@@ -35,28 +39,28 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
     for field, spec in sources:
         if not isinstance(spec, HubModel):
             continue
-        pinned = spec.revision is not None
-        out.append(
-            Check(
-                f"pin {field}",
-                pinned,
-                f"{spec.repo_id}@{spec.revision}"
-                if pinned
-                else f"{field}.revision: {spec.repo_id} is not pinned to a revision",
-                ""
-                if pinned
-                else f"{lock_hint(file)}\n{HINT_REVISION.format(field=f'{field}.revision')}",
-                fault="recipe",
+        if spec.revision is None:
+            out.append(
+                Check(
+                    f"pin {field}",
+                    False,
+                    f"{field}.revision: {spec.repo_id} is not pinned to a revision",
+                    f"{lock_hint(file)}\n{HINT_REVISION.format(field=f'{field}.revision')}",
+                    fault="recipe",
+                )
             )
-        )
+        else:
+            out.append(revision_check(field, spec, file))
     calibration = getattr(recipe.quantization, "calibration", None)
     if isinstance(calibration, HubCalibration):
         out.append(
             Check(
                 "pin calibration",
-                True,
+                None,
                 f"{calibration.dataset}: AutoRound loads the data set by name (its default "
                 "branch); kit cannot pin it, the report records the name",
+                "a calibration set kit pins by its content: quantization.calibration with "
+                "source: file (a text file beside the recipe) or source: inline",
                 fault="recipe",
             )
         )
@@ -86,6 +90,21 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
             )
         )
     return out
+
+
+def revision_check(field: str, spec: HubModel, recipe_file: str) -> Check:
+    """A pinned hub revision: known to kit's hub cache or to the hub (ok), unknown to the hub
+    (a problem), or neither could say (not checked)."""
+    name, at = f"pin {field}", f"{spec.repo_id}@{spec.revision}"
+    if hub.cached(spec):
+        return Check(name, True, f"{at}: in kit's hub cache", fault="recipe")
+    files, why = hub.repo_files(spec)
+    if files is not None:
+        return Check(name, True, f"{at}: the hub has it", fault="recipe")
+    fix = hub.fix(why, recipe_file)
+    if why.startswith(hub.NOT_FOUND):
+        return Check(name, False, f"{field}.revision: {at}: {why}", fix, fault="recipe")
+    return Check(name, None, f"{at}: not in kit's hub cache, and {why}", fix, fault="recipe")
 
 
 def dataset_checks(loaded: LoadedRecipe) -> list[Check]:

@@ -271,7 +271,7 @@ def load_recipe(
     data = upgrade(data, UPGRADES)
     where = _Where(marks)
     lock_file = lock_path(top)
-    lock = read_lock(lock_file) if use_lock else None
+    lock = read_lock(lock_file, label) if use_lock else None
     if lock is not None:
         base = validate_data(copy.deepcopy(data), label, where).sha256()
         if lock.recipe_sha256 != base:

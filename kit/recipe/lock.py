@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,9 +72,10 @@ def is_lock_file(path: Path) -> bool:
     return path.name.endswith(LOCK_SUFFIX)
 
 
-def read_lock(path: Path) -> Lock | None:
+def read_lock(path: Path, recipe: str = "RECIPE") -> Lock | None:
     """The lock at ``path``, None when there is none; a malformed one is a RecipeError naming
-    the file (read through the same hostile-safe loader as recipes)."""
+    the file (read through the same hostile-safe loader as recipes), whose hint locks
+    ``recipe`` (as given) again."""
     if not path.exists():
         return None
     data, _ = load_yaml(read_text(path, str(path)), str(path))
@@ -84,7 +86,9 @@ def read_lock(path: Path) -> Lock | None:
             f"{path}: {'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}"
             for e in exc.errors(include_url=False)
         ]
-        raise RecipeError(lines, hint="run `kit lock RECIPE` again to rewrite it") from None
+        raise RecipeError(
+            lines, hint=f"run `kit lock {shlex.quote(recipe)}` again to rewrite it"
+        ) from None
 
 
 def write_lock(path: Path, lock: Lock) -> Path:

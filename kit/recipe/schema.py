@@ -78,6 +78,11 @@ class Recipe(RecipeModel):
                         f"quantization.group_size {q.group_size} does not divide "
                         f"model.shape.{field} {value}"
                     )
+        if q.format == "auto_awq" and q.bits != 4:
+            out.append(
+                f"quantization.bits {q.bits}: format auto_awq takes 4 (vLLM's AWQ kernels are "
+                "4-bit): set bits 4, or format auto_gptq (2, 3, 4 or 8 bits)"
+            )
         if q.iters == 0 and not q.disable_opt_rtn:
             if isinstance(q.calibration, HubCalibration) and isinstance(self.model, SyntheticModel):
                 out.append(

@@ -324,12 +324,117 @@ class VllmBenchSettings(RecipeModel):
     timeout_s: float = Field(300, gt=0, description="Limit for each prompt's invocation.")
 
 
+# Club-3090's soak thresholds (its BENCHMARKS.md, "soak verdict"): under 200 MiB of memory
+# growth over 5 sessions x 5 turns, the TPS held to 98 %, no silent-empty turn, no error
+SOAK_MAX_GROWTH_MIB = 200.0
+SOAK_MIN_RETENTION_PCT = 98.0
+
+
+class ContextSettings(RecipeModel):
+    """The context ladder after the bench (kit.bench.claims.context): one request a depth, up to
+    the served context, each with a fact planted in filler text and asked for at the end."""
+
+    fractions: list[Annotated[float, Field(gt=0, le=1)]] = Field(
+        default_factory=lambda: [0.125, 0.25, 0.5, 0.75, 1.0],
+        min_length=1,
+        description="Depths as shares of server.max_model_len (the server's own limit where it "
+        "says one); a depth is capped at max_model_len - max_tokens, the room the reply needs.",
+    )
+    depths: list[Annotated[int, Field(gt=0)]] | None = Field(
+        None,
+        min_length=1,
+        description="Depths in prompt tokens; when given, the fractions are not used (capped "
+        "alike). None: the fractions.",
+    )
+    max_tokens: int = Field(
+        64,
+        gt=1,
+        description="Tokens generated at each depth: the fact's answer, and the decode tok/s "
+        "at that depth (the recipe's ignore_eos applies).",
+    )
+    seed: int = Field(
+        0, description="Seeds where each depth's fact is planted and what it is (the passkey)."
+    )
+    timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="How long one depth's request may take, its prefill included (None: "
+        "bench.request_timeout_s); a depth that takes longer is a failure, recorded.",
+    )
+
+
+class SoakSettings(RecipeModel):
+    """The soak after the bench (kit.bench.claims.soak): multi-turn sessions whose context
+    grows, with memory read before and after each; the thresholds are Club-3090's by default."""
+
+    sessions: int = Field(5, gt=0, le=100, description="Sessions, one after the other.")
+    turns: int = Field(
+        5, gt=0, le=100, description="Turns a session: each appends the reply and a new message."
+    )
+    context_tokens: int = Field(
+        25_000,
+        gt=0,
+        description="The context a session grows to by its last turn, in tokens (capped at "
+        "server.max_model_len - max_tokens): each turn's new user message is sized to add "
+        "context_tokens / turns with its reply.",
+    )
+    max_tokens: int = Field(
+        256, gt=1, description="Tokens a reply may take (the recipe's ignore_eos applies)."
+    )
+    retention_turns: int | None = Field(
+        None,
+        gt=0,
+        description="k: TPS retention is the median decode tok/s of the last k turns over that "
+        "of the first k, in percent (None: one session's turns, so both sides span the same "
+        "context depths).",
+    )
+    max_memory_growth_mib: float = Field(
+        SOAK_MAX_GROWTH_MIB,
+        ge=0,
+        description="Passes when memory grows at most this much, MiB: GPU memory per card "
+        "(NVML), or on a CPU the engine processes' resident memory, after the last session "
+        "against before the first.",
+    )
+    min_tps_retention_pct: float = Field(
+        SOAK_MIN_RETENTION_PCT, ge=0, description="Passes when TPS retention is at least this."
+    )
+    max_empty_turns: int = Field(
+        0, ge=0, description="Passes with at most this many replies that came back empty."
+    )
+    max_errors: int = Field(0, ge=0, description="Passes with at most this many failed turns.")
+
+    @model_validator(mode="after")
+    def _k_fits(self) -> SoakSettings:
+        if self.retention_turns is not None and self.retention_turns > self.sessions * self.turns:
+            raise ValueError(
+                f"retention_turns {self.retention_turns} exceeds the soak's "
+                f"{self.sessions * self.turns} turns (sessions x turns)"
+            )
+        return self
+
+    @property
+    def k(self) -> int:
+        """The turns each side of TPS retention takes."""
+        return self.retention_turns if self.retention_turns is not None else self.turns
+
+
 # the benchmark tools kit can run beside its own client (kit.peers; docs/peers.md)
 PeerName = Literal["vllm_bench", "guidellm", "aiperf"]
 
 
 class Bench(RecipeModel):
-    late_fields = frozenset({"load", "dataset", "slo", "peers", "quality"})
+    late_fields = frozenset(
+        {
+            "load",
+            "dataset",
+            "slo",
+            "peers",
+            "peers_system_site_packages",
+            "quality",
+            "context",
+            "soak",
+        }
+    )
     warmups: int = Field(3, ge=0, description="Discarded requests per prompt.")
     runs: int = Field(5, gt=0, description="Measured requests per prompt.")
     sampling: Sampling = Field(default_factory=Sampling, description="Sampling parameters.")
@@ -365,6 +470,14 @@ class Bench(RecipeModel):
         "pinned version, in its own venv). Their figures, read back from their own result "
         "files, stand beside kit's in the report (kit.peers; docs/peers.md). Empty: none.",
     )
+    peers_system_site_packages: bool = Field(
+        False,
+        description="Make the venv of guidellm and aiperf over the site-packages of the "
+        "engine's Python (its base interpreter), where pip installs only what they lack or do "
+        "not satisfy (torch above all), in place of a venv that holds all of it. "
+        "KIT_PEERS_SYSTEM_SITE_PACKAGES=1 or 0 overrides it. The report's peers block lists the "
+        "packages each took from there (docs/peers.md).",
+    )
     load: Load | None = Field(
         None,
         description="A load pattern (concurrency or rate levels, one measured point each) in "
@@ -374,6 +487,18 @@ class Bench(RecipeModel):
         None, description="Where a load pattern's requests come from (None: the prompts)."
     )
     slo: Slo | None = Field(None, description="SLOs for a load pattern's goodput.")
+    context: ContextSettings | None = Field(
+        None,
+        description="The context ladder after the bench: a needle at each depth up to the "
+        "served context, with TTFT, prefill and decode tok/s there and any failure the engine "
+        "gives, kept as a result (kit.bench.claims; docs/pipeline.md). None: skipped.",
+    )
+    soak: SoakSettings | None = Field(
+        None,
+        description="The soak after the bench: multi-turn sessions with memory, TPS retention, "
+        "empty replies and errors judged against its thresholds (kit.bench.claims; "
+        "docs/pipeline.md). None: skipped.",
+    )
     quality: Quality | None = Field(
         default_factory=Quality,
         description="The quality probe after the bench: kit's evaluation text scored through "

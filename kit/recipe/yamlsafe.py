@@ -32,6 +32,14 @@ _ALLOWED_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null", "map"
 Marks = dict[str, str]  # dotted field path -> "file:line:col" of its key (or list item)
 
 
+# what to do about a recipe file that cannot be read
+MISSING_HINT = "check the path: kit's recipes are recipes/*.yaml (`kit recipe pick` names one)"
+IRREGULAR_HINT = "name the recipe's .yaml file itself (not a folder, pipe or device)"
+LARGE_HINT = "a recipe is a page of YAML: is this file a recipe?"
+UNREADABLE_HINT = "check the path and the file's permissions"
+UTF8_HINT = "save the recipe as UTF-8 text"
+
+
 class YamlSyntaxError(RecipeError):
     """Text that is not YAML at all (as opposed to YAML that kit refuses)."""
 
@@ -45,19 +53,18 @@ def read_text(path: Path, label: str, limit: int = MAX_BYTES) -> str:
     try:
         data, _ = read_regular(path, limit)
     except FileNotFoundError:
-        raise RecipeError([f"{label}: file not found"]) from None
+        raise RecipeError([f"{label}: file not found"], hint=MISSING_HINT) from None
     except NotRegularFile:
-        raise RecipeError([f"{label}: not a regular file"]) from None
+        raise RecipeError([f"{label}: not a regular file"], hint=IRREGULAR_HINT) from None
     except FileTooLarge as exc:
-        if exc.size is None:
-            raise RecipeError([f"{label}: over the {limit}-byte limit"]) from None
-        raise RecipeError([f"{label}: {exc.size} bytes, over the {limit}-byte limit"]) from None
+        size = f"{exc.size} bytes, over" if exc.size is not None else "over"
+        raise RecipeError([f"{label}: {size} the {limit}-byte limit"], hint=LARGE_HINT) from None
     except OSError as exc:
-        raise RecipeError([f"{label}: cannot read: {exc.strerror}"]) from None
+        raise RecipeError([f"{label}: cannot read: {exc.strerror}"], hint=UNREADABLE_HINT) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RecipeError([f"{label}: not UTF-8 (byte {exc.start})"]) from None
+        raise RecipeError([f"{label}: not UTF-8 (byte {exc.start})"], hint=UTF8_HINT) from None
 
 
 def _check_events(text: str, label: str) -> None:

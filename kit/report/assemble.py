@@ -9,20 +9,26 @@ when it ends, ``failure`` set (see :func:`failure_text`) when it did not end wel
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
 import json
 import os
 import platform
 import secrets
+import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from kit import __version__
 from kit.bench import BenchResult
+from kit.bench.claims import ContextLadder, Soak
 from kit.enginelog import read_engine_choices
-from kit.errors import InternalError, Terminated, to_kit_error
+from kit.errors import InternalError, KitError, Terminated, to_kit_error
 from kit.nodes import NodeProcess, read_transport, shown_address
+from kit.patches import series_named
 from kit.paths import display_path
 from kit.peers.schema import Peers
 from kit.probe import GpuSampling, HostLoad, HostProbe, energy_per_token_j
@@ -32,7 +38,7 @@ from kit.recipe import LoadedRecipe, recipe_sha256, shown_override, shown_recipe
 from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
 from kit.report.causes import synthetic_check
-from kit.report.schema import EngineInfo, NodeInfo, Report, ServerInfo
+from kit.report.schema import EngineInfo, KitSource, NodeInfo, Report, ServerInfo
 from kit.report.validity import verdict
 from kit.report.verdict import Validity
 from kit.roofline import Roofline
@@ -64,6 +70,64 @@ def base_versions() -> dict[str, str]:
     }
 
 
+UNKNOWN_COMMIT = "unknown"
+
+
+@functools.cache
+def kit_commit() -> tuple[str, bool | None]:
+    """kit's :func:`git_commit`, read once a process from the folder that holds the kit
+    package."""
+    return git_commit(Path(__file__).resolve().parents[2])
+
+
+def git_commit(root: Path) -> tuple[str, bool | None]:
+    """The git commit checked out at ``root`` and whether tracked files differ from it;
+    (``unknown``, None) where ``root`` is not the top of a git checkout (an installed wheel, a
+    folder inside another repository) or git cannot say."""
+    root = root.resolve()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # a status that writes nothing, not even the index's stat
+
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(root), *args],
+                capture_output=True, text=True, timeout=10, env=env, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    head = git("rev-parse", "--verify", "HEAD") if top else None
+    if top is None or head is None or Path(top).resolve() != root:
+        return UNKNOWN_COMMIT, None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return head, None if status is None else bool(status)
+
+
+def series_sha256(name: str, patches: Iterable[tuple[str, str]]) -> str:
+    """One digest for a patch series: sha256 of the JSON of its name and each patch's (file,
+    sha256), in order."""
+    data = {"series": name, "patches": [[file, sha] for file, sha in patches]}
+    return hashlib.sha256(json.dumps(data, separators=(",", ":")).encode()).hexdigest()
+
+
+def kit_source(series: str | None) -> KitSource:
+    """The code writing a report: kit's commit (:func:`kit_commit`) and the digest of the patch
+    series ``series`` as kit holds it (None where kit cannot find it)."""
+    commit, dirty = kit_commit()
+    digest = None
+    if series is not None:
+        try:
+            held = series_named(series)
+        except KitError:
+            held = None
+        if held is not None:
+            digest = series_sha256(held.name, ((p.meta.file, p.sha256) for p in held.patches))
+    return KitSource(commit=commit, dirty=dirty, patch_series=series, patch_series_sha256=digest)
+
+
 def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
     recipe = loaded.recipe
     data = shown_recipe(recipe)
@@ -77,6 +141,7 @@ def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
         run_id=run_id,
         created_at=now_utc(),
         kit_version=base_versions()["kit"],
+        kit_source=kit_source(recipe.server.patches),
         status="incomplete",
         canonical=not reasons,
         non_canonical=reasons,
@@ -130,12 +195,15 @@ class Measurement:
     host_load: HostLoad | None = None
     # a load run's requests as kit drew them (kit.bench.Bencher.plan), for vLLM's side
     load_plan: list[Planned] | None = None
+    # the server log's byte ranges written inside measured windows (kit.measure.LogSpans)
+    log_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Extras:
-    """What the post-bench step returns (:func:`kit.measure.after_bench`): vLLM's own benchmark,
-    the roofline, the quality probe, and notes on what of them failed."""
+    """What the post-bench step returns (:func:`kit.measure.after_bench`): the context ladder
+    and the soak, vLLM's own benchmark, the roofline, the quality probe, and notes on what of
+    them failed."""
 
     vllm_bench: VllmBench | None = None
     roofline: Roofline | None = None
@@ -143,6 +211,8 @@ class Extras:
     peers: Peers | None = None  # bench.peers: the other tools beside kit (kit.peers)
     quality: QualityProbe | None = None  # bench.quality: the quality probe (kit.quality)
     harness: HarnessRun | None = None  # bench.quality.harness: lm-eval (kit.quality.harness)
+    context: ContextLadder | None = None  # bench.context: the context ladder (kit.bench.claims)
+    soak: Soak | None = None  # bench.soak: the soak (kit.bench.claims)
 
 
 def finish_report(
@@ -192,6 +262,8 @@ def finish_report(
             "peers": extras.peers,
             "quality": extras.quality,
             "harness": extras.harness,
+            "context": extras.context,
+            "soak": extras.soak,
             "notes": [*report.notes, *extras.notes],
         }
     )

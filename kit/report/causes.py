@@ -26,9 +26,10 @@ import statistics
 from typing import TYPE_CHECKING
 
 from kit.bench.held import held_runs
-from kit.bench.summary import decode_runs
+from kit.bench.summary import decode_headline, decode_runs
 from kit.errors import BadInputError
-from kit.noise import FLOOR_PCT, headline
+from kit.metrics import summarize
+from kit.noise import FLOOR_PCT
 from kit.probe import Finding
 from kit.recipe.acceptance import AcceptanceTarget, target_of
 from kit.report.cputime import within_run as cpu_within_run
@@ -90,19 +91,22 @@ def slope_t(values: list[float]) -> float:
     sxx = sum((i - mean_x) ** 2 for i in range(n))
     slope = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values)) / sxx
     fit = [mean_y + slope * (i - mean_x) for i in range(n)]
-    residual = sum((v - f) ** 2 for v, f in zip(values, fit, strict=True)) / (n - 2)
+    # (v - f) * (v - f), not ** 2: a square beyond a double is inf, not an OverflowError
+    residual = sum((v - f) * (v - f) for v, f in zip(values, fit, strict=True)) / (n - 2)
     se = (residual / sxx) ** 0.5
     return slope / se if se else float("inf") if slope else 0.0
 
 
 def drift_pct(values: list[float]) -> float:
-    """The least-squares change from the first run to the last, in percent of the median."""
+    """The least-squares change from the first run to the last, in percent of the median (0
+    where the median is 0: no percentage of it)."""
     n = len(values)
     mean_x = (n - 1) / 2
     mean_y = statistics.fmean(values)
     sxx = sum((i - mean_x) ** 2 for i in range(n))
     slope = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values)) / sxx
-    return slope * (n - 1) / statistics.median(values) * 100
+    median = statistics.median(values)
+    return slope * (n - 1) / median * 100 if median else 0.0
 
 
 def _contention(load: HostLoad | None) -> str | None:
@@ -166,6 +170,8 @@ def vram_findings(report: Report) -> list[Finding]:
 def off_runs(runs: list[int], values: list[float]) -> str:
     """The runs off their median by more than CV_LIMIT_PCT, e.g. ``#2 112.3 (-9.8 %)``."""
     med = statistics.median(values)
+    if not med:
+        return "runs off the median by more than a percentage: none, the median is 0 tok/s"
     off = [
         f"#{i} {v:,.1f} ({(v / med - 1) * 100:+.1f} %)"
         for i, v in zip(runs, values, strict=True)
@@ -187,7 +193,7 @@ def decode_findings(report: Report, rules: int) -> list[Finding]:
         name = p.prompt
         usable = decode_runs(name, bench.records)
         held = held_runs(name, bench.records)
-        head = headline("decode_tps", usable, held)
+        head = decode_headline(name, bench.records)  # held and implausible runs left out
         values = [usable[i] for i in head.runs_used]
         if held:
             listed = "; ".join(f"#{i}: {why}" for i, why in sorted(held.items()))
@@ -227,37 +233,34 @@ def decode_findings(report: Report, rules: int) -> list[Finding]:
                         "changed while measuring",
                     )
                 )
-        if len(values) > 1 and statistics.fmean(values):
-            cv = statistics.stdev(values) / statistics.fmean(values) * 100
-            if cv > CV_LIMIT_PCT:
-                causes = [c for c in (contention, drift) if c]
-                if load is not None and (load.other_cpu_pct or 0) > 10:
-                    causes.append(f"other processes used {load.other_cpu_pct:.0f} % of the CPU")
-                if rules >= 3 and load is not None and (load.steal_pct or 0) >= STEAL_PCT:
-                    causes.append(
-                        f"the hypervisor took {load.steal_pct:.1f} % of the CPU time (steal): "
-                        "other guests shared this machine's cores"
-                    )
-                checked: list[str] = []
-                if rules >= 3:
-                    for judge in (within_run, cpu_within_run):
-                        cause, seen = judge(
-                            name, head.runs_used, values, bench.records, CV_LIMIT_PCT
-                        )
-                        causes += [cause] if cause else []
-                        checked += [seen] if seen else []
-                steady = "; ".join(checked) or None
-                contended = contended or contention is not None
-                which = f" ({off_runs(head.runs_used, values)})" if rules >= 3 else ""
-                found.append(
-                    _finding(
-                        "decode-cv-high",
-                        "error",
-                        f"{name}: decode TPS CV {cv:.1f} % over the headline's {len(values)} runs "
-                        f"is above {CV_LIMIT_PCT:.0f} %{which}; "
-                        + ("; ".join(causes) if causes else _checked(load, drift, rules, steady)),
-                    )
+        cv = summarize(values).cv_pct if len(values) > 1 else None
+        if cv is not None and cv > CV_LIMIT_PCT:
+            causes = [c for c in (contention, drift) if c]
+            if load is not None and (load.other_cpu_pct or 0) > 10:
+                causes.append(f"other processes used {load.other_cpu_pct:.0f} % of the CPU")
+            if rules >= 3 and load is not None and (load.steal_pct or 0) >= STEAL_PCT:
+                causes.append(
+                    f"the hypervisor took {load.steal_pct:.1f} % of the CPU time (steal): "
+                    "other guests shared this machine's cores"
                 )
+            checked: list[str] = []
+            if rules >= 3:
+                for judge in (within_run, cpu_within_run):
+                    cause, seen = judge(name, head.runs_used, values, bench.records, CV_LIMIT_PCT)
+                    causes += [cause] if cause else []
+                    checked += [seen] if seen else []
+            steady = "; ".join(checked) or None
+            contended = contended or contention is not None
+            which = f" ({off_runs(head.runs_used, values)})" if rules >= 3 else ""
+            found.append(
+                _finding(
+                    "decode-cv-high",
+                    "error",
+                    f"{name}: decode TPS CV {cv:.1f} % over the headline's {len(values)} runs "
+                    f"is above {CV_LIMIT_PCT:.0f} %{which}; "
+                    + ("; ".join(causes) if causes else _checked(load, drift, rules, steady)),
+                )
+            )
     if contended and contention is not None:
         found.append(_finding("host-contention", "warning", contention))
     return found + vram_findings(report)

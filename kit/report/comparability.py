@@ -49,9 +49,12 @@ Aspect = Literal[
 
 REFUSING: tuple[Aspect, ...] = ("model", "quantization", "protocol", "acceptance", "quality")
 
-# the quality probe runs after the bench: its settings move no speed figure (its figures are
-# the quality aspect's)
-_PROTOCOL_IGNORED = frozenset({"request_timeout_s", "stall_timeout_s", "quality"})
+# the quality probe, the context ladder and the soak run after the bench: their settings move
+# no speed figure (the quality aspect judges the probe; the ladder's and the soak's figures are
+# their own, and one that only a side has is not in the other)
+_PROTOCOL_IGNORED = frozenset(
+    {"request_timeout_s", "stall_timeout_s", "quality", "context", "soak"}
+)
 # where AutoRound tuned (cards, memory trade-offs), not what it made
 _QUANT_IGNORED = frozenset({"placement"})
 

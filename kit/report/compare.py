@@ -17,6 +17,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from kit.base import FrozenModel
+from kit.bench.plausible import plausible
 from kit.errors import VerificationFailed
 from kit.report.comparability import Difference, comparability, refuse_or_keep
 from kit.report.deltas import MetricDelta, delta, figure_deltas
@@ -65,6 +66,24 @@ def label(report: Report) -> str:
     return f"{report.run_id} ({report.recipe_name}, {report.created_at}{tag})"
 
 
+def _implausible(side: str, report: Report, most: int = 5) -> list[str]:
+    """A warning naming a side's records that are no plausible measurement (kit.bench.plausible),
+    which its figures leave out; none without them."""
+    records = report.bench.records if report.bench is not None else []
+    bad = [
+        f"record {i} ({r.prompt} {r.phase} #{r.index})"
+        for i, r in enumerate(records)
+        if not plausible(r)
+    ]
+    if not bad:
+        return []
+    more = f" and {len(bad) - most} more" if len(bad) > most else ""
+    return [
+        f"{side} has {len(bad)} record(s) that are not a plausible measurement, left out of its "
+        f"figures: {', '.join(bad[:most])}{more} (kit report verify names their values)"
+    ]
+
+
 def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:
     """B against A. Refuses (``VerificationFailed``) when model, quantization or protocol
     differ, unless ``force``; hardware, engine, kernel, serving and patch differences are
@@ -82,6 +101,7 @@ def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:
             warnings.append(f"{side} is not a valid run (see its validity verdict)")
         if r.status != "complete":
             warnings.append(f"{side} is incomplete: {r.incomplete_reason}")
+        warnings += _implausible(side, r)
     return Comparison(
         a=label(a),
         b=label(b),

@@ -24,7 +24,9 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kit.bench.plausible import plausible
 from kit.report.speed import EXPLAINS, SpeedLines
+from kit.report.verdict import num
 
 if TYPE_CHECKING:
     from kit.bench import RequestRecord
@@ -50,10 +52,10 @@ def per_token(
 ) -> dict[int, PerToken]:
     """The runs of ``prompt`` in ``phase`` that carry an account, by index; per generated token
     for decode runs, per request for prefill runs (their figure is the prompt's, not the
-    tokens')."""
+    tokens'). Records that are not plausible measurements are left out (kit.bench.plausible)."""
     out: dict[int, PerToken] = {}
     for r in records:
-        if r.prompt != prompt or r.phase != phase or r.cpu is None:
+        if r.prompt != prompt or r.phase != phase or r.cpu is None or not plausible(r):
             continue
         if not r.completion_tokens or not r.wall_s:
             continue
@@ -80,6 +82,8 @@ def within_run(
     if len(have) < 2:
         return None, None
     med = statistics.median(values)
+    if not med:  # no run is off a median of 0 by a percentage
+        return None, None
     off = [i for i, v in zip(runs, values, strict=True) if abs(v / med - 1) * 100 > off_pct]
     off = [i for i in off if i in acc]
     wall = statistics.median(acc[i].wall for i in have)
@@ -144,7 +148,7 @@ def _medians(report: Report, prompt: str, phase: str) -> PerToken | None:
 
 
 def _between(check: FigureCheck, a: PerToken, b: PerToken, unit: str, out: SpeedLines) -> None:
-    figure = f"{check.metric} {check.delta_pct or 0.0:+.1f} %"
+    figure = f"{check.metric} {num(check.delta_pct or 0.0, '+.1f')} %"
     whose = "engine worker's" if a.worker and b.worker else "engine's"
     extra, cpu_extra, wait_extra = b.wall - a.wall, b.run - a.run, b.wait - a.wait
     seen = (

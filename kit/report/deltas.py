@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field
 
 from kit.base import FrozenModel
+from kit.metrics import finite
 from kit.noise import Direction, Status, band, direction, judged
 from kit.report.figures import Figure, figures
 from kit.report.schema import Report
@@ -47,9 +49,10 @@ def delta(
     b: float | None,
     higher_is_better: bool = True,
 ) -> MetricDelta:
-    """A delta whose band is unknown (a published figure against a run)."""
-    diff = b - a if a is not None and b is not None else None
-    pct = diff / a * 100.0 if diff is not None and a else None
+    """A delta whose band is unknown (a published figure against a run). A difference or a
+    percentage beyond a double is None, as one of A's 0 is."""
+    diff = finite(b - a) if a is not None and b is not None else None
+    pct = finite(diff / a * 100.0) if diff is not None and a else None
     return MetricDelta(
         metric=metric,
         unit=unit,
@@ -63,12 +66,19 @@ def delta(
 
 
 def figure_delta(x: Figure, y: Figure) -> MetricDelta:
-    """Two reports' values of one figure, judged by the one noise rule."""
+    """Two reports' values of one figure, judged by the one noise rule. Where both have it but
+    the difference has no percentage (A's is 0, or the numbers are beyond a double) or the band
+    is infinite (an interval beyond any percentage of its value), it is inconclusive."""
     base = delta(x.name, x.unit, x.value, y.value, x.higher_is_better)
     if base.delta_pct is None:
-        return base.model_copy(update={"headline": x.headline})
+        both = x.value is not None and y.value is not None
+        return base.model_copy(
+            update={"headline": x.headline} | ({"status": "inconclusive"} if both else {})
+        )
     b = band(x.half_width_pct, y.half_width_pct)
     status = judged(base.delta_pct, b)
+    if not math.isfinite(b.pct):
+        return base.model_copy(update={"status": status, "headline": x.headline})
     better = None
     if status == "outside":
         better = (base.delta_pct > 0) == x.higher_is_better

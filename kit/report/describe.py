@@ -15,10 +15,14 @@ from typing import Any
 from pydantic import Field
 
 from kit.base import FrozenModel
+from kit.bench.plausible import NOT_MEASURED
+from kit.noise import Headline
 from kit.probe import HostProbe, Unavailable, cpu_summary, isa_level
 from kit.recipe.acceptance import AcceptanceTarget, target_of
 from kit.report.figures import prompt_headline
 from kit.report.schema import Report
+from kit.report.verdict import HUGE
+from kit.report.verdict import num as figure_text
 
 
 class Rig(FrozenModel):
@@ -45,7 +49,9 @@ def _known(value: object) -> bool:
 def num(value: str | float | int | Unavailable, fmt: str = "g") -> str:
     if isinstance(value, Unavailable):
         return "?"
-    return value if isinstance(value, str) else format(value, fmt)
+    if isinstance(value, str):
+        return value
+    return format(value, fmt) if abs(value) < HUGE else format(value, ".3g")  # 1.8e+305
 
 
 def rig(host: HostProbe | None) -> Rig | None:
@@ -264,11 +270,21 @@ def spec_text(report: Report) -> str:
     text = f"{method} ×{spec.get('num_speculative_tokens')}"
     sd = report.bench.spec_decode if report.bench else None
     if sd is not None and sd.acceptance_rate is not None and sd.acceptance_length is not None:
-        text += f", AL {sd.acceptance_length:.2f} ({sd.acceptance_rate * 100:.1f}%)"
+        rate = figure_text(sd.acceptance_rate * 100, ".1f")
+        text += f", AL {figure_text(sd.acceptance_length, '.2f')} ({rate}%)"
     elif report.bench is not None:
         text += ", acceptance not measured"
     synthetic = synthetic_label(report)
     return text + (f", {synthetic}" if synthetic else "")
+
+
+def left_out_text(h: Headline) -> str:
+    """'1 held left out', '1 held, 2 implausible left out': a headline's runs left out, held
+    streams (kit.bench.held) and runs that are no plausible measurement (kit.bench.plausible)."""
+    odd = sum(e.reason.startswith(NOT_MEASURED) for e in h.runs_excluded)
+    held = len(h.runs_excluded) - odd
+    parts = ([f"{held} held"] if held else []) + ([f"{odd} implausible"] if odd else [])
+    return ", ".join(parts) + " left out"
 
 
 def headline_text(report: Report, prompt: str) -> tuple[str, float | None]:
@@ -283,13 +299,11 @@ def headline_text(report: Report, prompt: str) -> tuple[str, float | None]:
     h = prompt_headline(report, prompt)
     if h is None or h.value is None:
         return "-", None
-    text = f"{h.value:,.1f}"
+    text = figure_text(h.value)
     if h.low is not None and h.high is not None:
-        text += f" [{h.low:,.1f}-{h.high:,.1f}]"
-    beside = []
-    if h.runs_excluded:
-        beside.append(f"{len(h.runs_excluded)} held left out")
+        text += f" [{figure_text(h.low)}-{figure_text(h.high)}]"
+    beside = [left_out_text(h)] if h.runs_excluded else []
     if stats is not None and stats.mean is not None:
-        cv = f", CV {stats.cv_pct:.1f}%" if stats.cv_pct is not None else ""
-        beside.append(f"mean {stats.mean:,.1f}{cv}")
+        cv = f", CV {figure_text(stats.cv_pct, '.1f')}%" if stats.cv_pct is not None else ""
+        beside.append(f"mean {figure_text(stats.mean)}{cv}")
     return text + (f" ({'; '.join(beside)})" if beside else ""), h.value

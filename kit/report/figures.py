@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kit.bench.plausible import left_out
 from kit.bench.stream import RequestRecord
 from kit.bench.summary import decode_headline
 from kit.metrics import Stats
@@ -60,8 +61,9 @@ def _runs(records: list[RequestRecord], prompt: str, phase: str) -> list[Request
 def _records_headline(
     records: list[RequestRecord], figure: str, value: Callable[[RequestRecord], float | None]
 ) -> Headline:
+    """A headline of ``records``, those that are not plausible measurements left out."""
     runs = {r.index: v for r in records if (v := value(r)) is not None}
-    return headline(figure, runs, {})
+    return headline(figure, runs, left_out(records))
 
 
 def _prompt_figures(report: Report) -> list[Figure]:

@@ -1,5 +1,10 @@
-"""Where the engine's compiles while serving fell: inside a measured request, or outside every
-one (a warm-up, the quality probe, between runs), from the log's time and the records' times."""
+"""Where the engine's compiles while serving fell: inside a measured window, or outside every
+one (a warm-up, the quality probe, the context ladder, between runs).
+
+Where kit started the server it read the log's size at each measured window's start and end,
+so a compile is placed by its line's byte offset, exactly; a prefill run (no window of its own)
+and a report without those ranges fall back to the log's time, whole seconds on the server's
+clock, against the records' send-to-end spans."""
 
 from __future__ import annotations
 
@@ -57,11 +62,13 @@ def _event_utc(logged_at: str, offset_s: int, near: dt.datetime) -> dt.datetime 
     return min(found, key=lambda t: abs(t - near)) if found else None
 
 
-def _windows(records: list[RequestRecord]) -> list[tuple[dt.datetime, dt.datetime, str]]:
+def _windows(
+    records: list[RequestRecord], phases: frozenset[str]
+) -> list[tuple[dt.datetime, dt.datetime, str]]:
     spans = []
     for r in records:
         start = _utc(r)
-        if r.phase not in MEASURED_PHASES or start is None or r.wall_s is None:
+        if r.phase not in phases or start is None or r.wall_s is None:
             continue
         if not 0 <= r.wall_s < 1e6:  # not a duration a request can have: no window
             continue
@@ -71,26 +78,52 @@ def _windows(records: list[RequestRecord]) -> list[tuple[dt.datetime, dt.datetim
     return spans
 
 
+def _in_spans(offset: int | None, spans: list[tuple[int, int]]) -> bool | None:
+    if offset is None or not spans:
+        return None
+    return any(a <= offset < z for a, z in spans)
+
+
 def place_jit(choices: EngineChoices, records: list[RequestRecord]) -> JitPlacement:
-    """Each compile the log names, placed against the measured requests' spans: a whole logged
-    second that overlaps a request's send-to-end span is inside it."""
-    offset = choices.log_utc_offset_s
+    """Each compile the log names, placed against the measured windows: by its byte offset in
+    the ranges kit recorded, else (and for prefill runs) by its whole logged second overlapping
+    a measured request's send-to-end span."""
     events = choices.jit_events
-    if offset is None or not events:
+    if not events:
         return JitPlacement([], [], list(choices.jit_kernels))
-    windows = _windows(records)
-    starts = [w[0] for w in windows]
-    if not starts:
-        return JitPlacement([], [], list(choices.jit_kernels))
+    spans = choices.measured_log_spans
+    by_time = _windows(records, MEASURED_PHASES if not spans else frozenset({"prefill"}))
+    offset = choices.log_utc_offset_s
+    near = by_time[0][0] if by_time else None
     inside: list[Placed] = []
     outside: list[Placed] = []
     unplaced: list[str] = []
     for e in events:
-        at = _event_utc(e.logged_at, offset, starts[0]) if e.logged_at else None
-        if at is None:
+        exact = _in_spans(e.offset, spans)
+        hit = _by_time(e, offset, near, by_time)
+        if exact is None and hit is None:
             unplaced.append(e.kernel)
-            continue
-        end = at + dt.timedelta(seconds=LOG_RESOLUTION_S)
-        hit = next((name for a, z, name in windows if at < z and end > a), None)
-        (inside if hit is not None else outside).append(Placed(e, hit))
+        elif exact:
+            inside.append(Placed(e, "a measured window"))
+        elif hit:
+            inside.append(Placed(e, hit))
+        else:
+            outside.append(Placed(e, None))
     return JitPlacement(inside, outside, list(dict.fromkeys(unplaced)))
+
+
+def _by_time(
+    e: JitEvent,
+    offset: int | None,
+    near: dt.datetime | None,
+    windows: list[tuple[dt.datetime, dt.datetime, str]],
+) -> str | None:
+    """The measured request whose span the event's logged second overlaps; "" for none; None
+    where its time cannot be placed (no time, the server's clock unknown, no request)."""
+    if offset is None or near is None or e.logged_at is None:
+        return None
+    at = _event_utc(e.logged_at, offset, near)
+    if at is None:
+        return None
+    end = at + dt.timedelta(seconds=LOG_RESOLUTION_S)
+    return next((name for a, z, name in windows if at < z and end > a), "")

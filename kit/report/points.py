@@ -23,7 +23,7 @@ from kit.recipe.figures import LatencyFigures, PointFigure
 from kit.report.deltas import MetricDelta, figure_delta
 from kit.report.figures import Figure
 from kit.report.schema import Report
-from kit.report.verdict import Verdict, unjudgeable
+from kit.report.verdict import Verdict, num, unjudgeable
 
 THROUGHPUTS: tuple[tuple[PointFigure, str, str], ...] = (
     ("output_tps", "output tok/s", "tok/s"),
@@ -106,8 +106,8 @@ class PointsVerdict(FrozenModel):
             lines += ["", f"{p.label}: {p.summary}", head]
             for m in p.figures:
                 name = m.metric if m.unit in m.metric else f"{m.metric} ({m.unit})"
-                delta = f"{m.delta_pct:+.1f}" if m.delta_pct is not None else "-"
-                band = f"{m.band_pct:.1f}" if m.band_pct is not None else "-"
+                delta = num(m.delta_pct, "+.1f") if m.delta_pct is not None else "-"
+                band = num(m.band_pct, ".1f") if m.band_pct is not None else "-"
                 lines.append(
                     f" {'*' if m.headline else ' '}{name:<17} {_shown(m.a):>10} "
                     f"{_shown(m.b):>10} {delta:>8} {band:>8}  {_flag(m)}"
@@ -127,7 +127,7 @@ class PointsVerdict(FrozenModel):
 def _shown(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.1f}"
+    return f"{value:,.2f}" if abs(value) < 100 else num(value)
 
 
 def _flag(m: MetricDelta) -> str:
@@ -246,8 +246,8 @@ def _point_verdict(figures: list[MetricDelta]) -> tuple[Verdict, str]:
     outside = [m for m in judged if m.status == "outside"]
     if missing or outside:
         parts = [
-            f"{m.metric} {m.delta_pct:+.1f} % ({m.direction}, "
-            f"{'better' if m.better else 'worse'}; band ±{m.band_pct:.1f} %)"
+            f"{m.metric} {num(m.delta_pct, '+.1f')} % ({m.direction}, "
+            f"{'better' if m.better else 'worse'}; band ±{num(m.band_pct, '.1f')} %)"
             for m in outside
             if m.delta_pct is not None and m.band_pct is not None
         ] + [f"{m.metric} not measured" for m in missing]

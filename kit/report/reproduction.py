@@ -131,6 +131,15 @@ def _ways(checks: list[FigureCheck]) -> str:
     return (", all " if len(checks) > 1 and len(ways) == 1 else ", ") + " and ".join(ways)
 
 
+def _unjudged(f: FigureCheck) -> str:
+    """Why a figure both runs have is neither within nor outside its band."""
+    if f.delta_pct is None:
+        return f"{num(f.original)} -> {num(f.new)} {f.unit} is no percentage of the original"
+    if f.band_pct > MAX_BAND_PCT:
+        return f"band ±{num(f.band_pct, '.1f')} % is wider than ±{MAX_BAND_PCT:g} %"
+    return "an interval beyond any percentage of its value: no band"
+
+
 def judge(
     original: Report,
     new: Report,
@@ -178,12 +187,10 @@ def judge(
     outside = [f for f in figures_ if f.status == "outside"]
     missing = [f for f in figures_ if f.new is None]
     wide = [f for f in figures_ if f.status == "inconclusive" and not void]
-    inconclusive = void + [
-        f"{f.metric}: band ±{f.band_pct:.1f} % is wider than ±{MAX_BAND_PCT:g} %" for f in wide
-    ]
+    inconclusive = void + [f"{f.metric}: {_unjudged(f)}" for f in wide]
     differing = [
-        f"{f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} ({f.delta_pct:+.1f} %, "
-        f"{f.direction}, {'better' if f.better else 'worse'}; band ±{f.band_pct:.1f} %)"
+        f"{f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} ({num(f.delta_pct, '+.1f')} "
+        f"%, {f.direction}, {'better' if f.better else 'worse'}; band ±{num(f.band_pct, '.1f')} %)"
         for f in outside
     ] + [f"{f.metric}: not measured by the re-run" for f in missing]
     if differing:

@@ -13,6 +13,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from kit.base import KitModel
 from kit.bench import BenchResult
+from kit.bench.claims import ContextLadder, Soak
 from kit.enginefacts import EngineFacts
 from kit.enginelog import EngineChoices
 from kit.migrations import Upgrade, current_version
@@ -52,6 +53,29 @@ class EngineInfo(EngineFacts):
             if data.get(key) is None:
                 data.pop(key, None)
         return data
+
+
+class KitSource(KitModel):
+    """The code that wrote a report: kit's git commit, and the patch series it held."""
+
+    commit: str = Field(
+        description="kit's git commit (40 hex), or 'unknown' where kit did not run from a git "
+        "checkout (an installed wheel) or git could not say."
+    )
+    dirty: bool | None = Field(
+        description="Whether tracked files differed from that commit (uncommitted changes); "
+        "None when the commit is unknown or git could not say."
+    )
+    patch_series: str | None = Field(
+        None, description="The recipe's patch series (server.patches); None without one."
+    )
+    patch_series_sha256: str | None = Field(
+        None,
+        description="sha256 of that series as kit held it: of the compact JSON "
+        '{"series": name, "patches": [[file, sha256], ...]}, the patches in order '
+        "(kit.report.assemble.series_sha256); None without a series or where kit did not find "
+        "it.",
+    )
 
 
 class NodeInfo(KitModel):
@@ -150,6 +174,11 @@ class Report(KitModel):
     run_id: str = Field(description="Random id of this run.")
     created_at: str = Field(description="UTC time the report was written.")
     kit_version: str = Field(description="kit version that wrote it.")
+    kit_source: KitSource | None = Field(
+        None,
+        description="kit's commit and the patch series' digest: the code that wrote it. Absent "
+        "in reports written before kit recorded them.",
+    )
     status: Literal["complete", "incomplete"] = Field(description="Whether every run finished.")
     incomplete_reason: str | None = Field(None, description="Why incomplete.")
     canonical: bool = Field(description="Whether the protocol is the reference's exactly.")
@@ -233,10 +262,26 @@ class Report(KitModel):
         "back from its results file, or why there are none (kit.quality.harness, "
         "docs/quality.md). Absent when the recipe has no harness.",
     )
+    context: ContextLadder | None = Field(
+        None,
+        description="The context ladder (bench.context): the engine's KV-cache capacity and "
+        "the draft's bytes at boot, then one pass-key request a depth up to the served "
+        "context, with each exchange as it happened and its TTFT, prefill and decode tok/s "
+        "(kit.bench.claims). Absent when not run, and in reports written before it.",
+    )
+    soak: Soak | None = Field(
+        None,
+        description="The soak (bench.soak): multi-turn sessions with memory before and after "
+        "each, every turn's exchange, and memory growth, TPS retention, empty turns and errors "
+        "against the recipe's thresholds (kit.bench.claims). Absent when not run, and in "
+        "reports written before it.",
+    )
 
     @model_serializer(mode="wrap")
     def _synthetic_only_when_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
+        if data.get("kit_source") is None:
+            data.pop("kit_source", None)  # a report read from before kit recorded it
         if data.get("synthetic_acceptance") is None:
             data.pop("synthetic_acceptance", None)  # a real run is written as before
         if data.get("peers") is None:
@@ -245,6 +290,9 @@ class Report(KitModel):
             data.pop("quality", None)  # and one without the quality probe
         if data.get("harness") is None:
             data.pop("harness", None)  # or without a task harness
+        for key in ("context", "soak"):
+            if data.get(key) is None:
+                data.pop(key, None)  # not run (bench.context, bench.soak), or an older report
         return data
 
 

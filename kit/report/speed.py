@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kit.bench.summary import prompt_host_speed
 from kit.noise import FLOOR_PCT
 from kit.probe.hostspeed import HostSpeed, change_pct, describe, median_speed
+from kit.report.verdict import num
 
 if TYPE_CHECKING:
     from kit.bench import RequestRecord
@@ -50,6 +51,8 @@ def within_run(
         return None, None
     witness = {i: change_pct(ref, speeds[i]) for i in have}
     med = statistics.median(values)
+    if not med:  # no run is off a median of 0 by a percentage
+        return None, None
     off = {
         i: (v / med - 1) * 100
         for i, v in zip(runs, values, strict=True)
@@ -94,7 +97,7 @@ def _line(check: FigureCheck, wa: HostSpeed, wb: HostSpeed, out: SpeedLines) -> 
     d = check.delta_pct or 0.0
     w = change_pct(wa, wb)
     seen = f"(witness {describe(wa)} vs {describe(wb)})"
-    figure = f"{check.metric} {d:+.1f} %"
+    figure = f"{check.metric} {num(d, '+.1f')} %"
     if w is None:
         out.checked.append(f"host speed not compared for {check.metric}: other kernels {seen}")
     elif explains(d, w):

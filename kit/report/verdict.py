@@ -141,8 +141,14 @@ class Reproduction(FrozenModel):
     def text(self) -> str:
         lines = [f"verdict: {self.summary}"]
         for f in self.figures:
-            if f.new is None or f.delta_pct is None or f.original is None:
+            if f.new is None or f.original is None:
                 lines.append(f"  {f.metric}: {num(f.original)} {f.unit}, not measured again")
+                continue
+            if f.delta_pct is None:  # the original's 0, or numbers beyond a double
+                lines.append(
+                    f"  {f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} (no percentage of "
+                    "the original: INCONCLUSIVE)"
+                )
                 continue
             status = f.status or ("within" if f.within else "outside")
             mark = status.upper() if status != "within" else status
@@ -151,8 +157,8 @@ class Reproduction(FrozenModel):
                 way += ": better" if f.better else ": worse"
             lines.append(
                 f"  {f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} "
-                f"({f.delta_pct:+.1f} %{way}; band ±{f.band_pct:.1f} % from the {f.band_from}: "
-                f"{mark})"
+                f"({num(f.delta_pct, '+.1f')} %{way}; band ±{num(f.band_pct, '.1f')} % from the "
+                f"{f.band_from}: {mark})"
             )
         cp = self.checkpoint
         if cp is not None and not any(c.startswith("checkpoint: ") for c in self.causes):
@@ -221,5 +227,14 @@ def verdict_exit(r: Reproduction | Judged, fail_on: FailOn = "different") -> int
     return EXIT_DIFFERENT
 
 
-def num(value: float | None) -> str:
-    return "?" if value is None else f"{value:,.1f}"
+HUGE = 1e15  # beyond any figure or percentage kit measures
+
+
+def num(value: float | None, spec: str = ",.1f") -> str:
+    """A figure or a percentage in ``spec``; one of HUGE or more, which no measurement is, in
+    three significant digits (1.8e+305, not three hundred)."""
+    if value is None:
+        return "?"
+    if abs(value) < HUGE:
+        return f"{value:{spec}}"
+    return f"{value:+.3g}" if spec.startswith("+") else f"{value:.3g}"

@@ -11,6 +11,7 @@ containers than the caller allows, duplicate keys, NaN and over-long integers, w
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import re
@@ -225,7 +226,12 @@ def _parse_int(text: str) -> int | float:
     if len(text) > _DIGITS_MAX:
         raise ValueError(f"an integer with more than {_DIGITS_MAX} digits")
     value = int(text)
-    return float(value) if abs(value) > MAX_SAFE_INT else value
+    if abs(value) <= MAX_SAFE_INT:
+        return value
+    try:
+        return float(value)
+    except OverflowError:  # json.loads lets only ValueError through as a decode error
+        raise ValueError("an integer beyond the range of a double") from None
 
 
 def _no_constant(name: str) -> None:
@@ -234,18 +240,42 @@ def _no_constant(name: str) -> None:
 
 def read_regular_file(path: Path, max_bytes: int, what: str) -> tuple[bytes, int]:
     """The bytes of a regular file of at most ``max_bytes`` (:func:`kit.paths.read_regular`)
-    and its permission bits; every refusal is a ``BadInputError`` naming the file."""
+    and its permission bits; every refusal is a ``BadInputError`` naming the file, with a hint
+    for the kind of file it is (``what``: "report file", "public key", "private key")."""
     try:
         data, info = read_regular(path, max_bytes)
     except NotRegularFile as e:
+        hint = (
+            f"name the {what} in that folder, not the folder"
+            if e.kind == "a directory"
+            else f"kit reads a {what} from a regular file only: save it to one, then name that"
+        )
         raise BadInputError(
-            f"{path}: cannot read the {what}: not a regular file ({e.kind})"
+            f"{path}: cannot read the {what}: not a regular file ({e.kind})", hint=hint
         ) from None
     except FileTooLarge:
-        raise BadInputError(f"{path}: the {what} is over the {max_bytes}-byte limit") from None
+        raise BadInputError(
+            f"{path}: the {what} is over the {max_bytes}-byte limit",
+            hint=f"is this the {what} you meant? no {what} kit writes comes near that size",
+        ) from None
     except OSError as e:
-        raise BadInputError(f"{path}: cannot read the {what}: {e.strerror}") from None
+        hint = (
+            _MISSING.get(what, "check the path")
+            if e.errno == errno.ENOENT
+            else "check the file's permissions (ls -l), or read it as its owner"
+        )
+        raise BadInputError(f"{path}: cannot read the {what}: {e.strerror}", hint=hint) from None
     return data, stat.S_IMODE(info.st_mode)
+
+
+# the hint for a file that is not there, by what it should be
+_MISSING = {
+    "report file": "check the path: a run writes its report as report.json in its run folder "
+    "(under reports/, or -o DIR)",
+    "public key": "check the path: a signer's public key is a .pub file (`kit keys export` "
+    "prints yours)",
+    "private key": "check the path, or make a key pair with `kit keys generate`",
+}
 
 
 def read_limited(path: Path, max_bytes: int, what: str) -> bytes:

@@ -148,7 +148,10 @@ def _envelope_bytes(
         {"payloadType": payload_type, "payload": _b64(payload), "signatures": signatures}
     )
     if len(data) > MAX_BYTES:  # never write a file that kit itself would refuse to read
-        raise BadInputError(f"the report file would be {len(data)} bytes, over {MAX_BYTES}")
+        raise BadInputError(
+            f"the report file would be {len(data)} bytes, over {MAX_BYTES}",
+            hint="a smaller run (fewer runs, points or requests in bench:) fits kit's limit",
+        )
     return data
 
 

@@ -27,6 +27,8 @@ _KEY_FILE_MAX = 64 * 1024
 
 _KEY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}\Z")
 _OPENSSH = b"ssh-"
+_BEGIN = b"-----BEGIN "
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----", re.DOTALL)
 
 PublicKeyFormat = Literal["pem", "openssh"]
 
@@ -80,7 +82,10 @@ def generate_keypair(
             f"{e.filename} already exists", hint="add --force to replace it"
         ) from None
     except OSError as e:
-        raise BadInputError(f"cannot write the key pair in {directory}: {e.strerror}") from None
+        raise BadInputError(
+            f"cannot write the key pair in {directory}: {e.strerror}",
+            hint="write it elsewhere with --dir DIR, or check that folder's permissions",
+        ) from None
     return KeyPair(
         private_key=private_path, public_key=public_path, fingerprint=fingerprint(key.public_key())
     )
@@ -101,6 +106,7 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     access: like ssh, kit refuses a key that group or others could read or change."""
     data, mode = read_regular_file(path, _KEY_FILE_MAX, "private key")
     hint = "expected an unencrypted Ed25519 private key in PKCS8 PEM form, as kit generates"
+    _one_key(data, path, "private key")
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except TypeError:
@@ -127,6 +133,7 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
         "expected an Ed25519 public key in PEM form, as kit generates (the .pub file), or in "
         "OpenSSH form (ssh-ed25519 AAAA...)"
     )
+    _one_key(data, path, "public key")
     key: object
     try:
         if data.lstrip().startswith(_OPENSSH):
@@ -140,6 +147,39 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     if not isinstance(key, Ed25519PublicKey):
         raise BadInputError(f"{path}: not an Ed25519 key", hint=hint)
     return key
+
+
+def _one_key(data: bytes, path: Path, what: str) -> None:
+    """Refuse a key file that holds more than its one key: a second PEM block or OpenSSH line
+    (the loaders would take the first and drop the rest unseen), or bytes before or after the
+    PEM block. A file with no PEM block is left to the loader to refuse."""
+    blocks = data.count(_BEGIN)
+    if blocks > 1:
+        raise BadInputError(
+            f"{path}: {blocks} PEM blocks; a {what} file holds one key",
+            hint="keep one key per file: each block runs from its -----BEGIN line to its "
+            "-----END line",
+        )
+    text = data.strip()
+    if text.startswith(_OPENSSH) and len(text.splitlines()) > 1:
+        raise BadInputError(
+            f"{path}: {len(text.splitlines())} lines; an OpenSSH {what} is one line",
+            hint="keep one key per file (`ssh-ed25519 AAAA... comment`)",
+        )
+    found = _PEM_BLOCK.search(data)
+    if found is None:
+        return
+    extra = [
+        w
+        for w, part in (("before", data[: found.start()]), ("after", data[found.end() :]))
+        if part.strip()
+    ]
+    if extra:
+        raise BadInputError(
+            f"{path}: bytes {' and '.join(extra)} the PEM block of the {what}",
+            hint="a key file is its PEM block alone: keep the lines from -----BEGIN to -----END "
+            "and remove the rest",
+        )
 
 
 def public_key_bytes(public_key: Ed25519PublicKey, fmt: PublicKeyFormat = "pem") -> bytes:

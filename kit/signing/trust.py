@@ -66,10 +66,14 @@ class TrustStore(StrictModel):
             return []
         except OSError as e:
             raise BadInputError(
-                f"cannot read the trust store {self.directory}: {e.strerror}"
+                f"cannot read the trust store {self.directory}: {e.strerror}",
+                hint="check that folder's permissions, or point KIT_CONFIG_DIR at another",
             ) from None
         if len(paths) > _MAX_KEYS:
-            raise BadInputError(f"the trust store {self.directory} holds over {_MAX_KEYS} keys")
+            raise BadInputError(
+                f"the trust store {self.directory} holds over {_MAX_KEYS} keys",
+                hint="remove those you no longer trust with `kit keys untrust NAME`",
+            )
         out = []
         for path in paths:
             try:
@@ -133,7 +137,10 @@ class TrustStore(StrictModel):
                 f"{path} already exists", hint="pick another name with --name"
             ) from None
         except OSError as e:
-            raise BadInputError(f"cannot write {path}: {e.strerror}") from None
+            raise BadInputError(
+                f"cannot write {path}: {e.strerror}",
+                hint="check that folder's permissions, or point KIT_CONFIG_DIR at another",
+            ) from None
         return TrustedKey(name=name, fingerprint=fp, path=path)
 
     def remove(self, name_or_fingerprint: str) -> TrustedKey:

@@ -1,11 +1,15 @@
 """Fixtures of the unit tests: the 2x3090 seed recipe's models, pinned and in a real
-huggingface_hub cache (kit's own), for the preflight tests; and no ``repo_root``, since unit
-tests read their data from tests/fixtures/ only."""
+huggingface_hub cache (kit's own), for the preflight tests; a package index on localhost that
+every test's engine install would use (preflight asks it, and no unit test asks the network);
+and no ``repo_root``, since unit tests read their data from tests/fixtures/ only."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import NoReturn
 
@@ -43,6 +47,50 @@ def patch_series_from_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
     tests/fixtures/patches, so no unit test reads the repository's patches/ (a test may set it
     again)."""
     monkeypatch.setenv(ENV_PATCHES_DIR, str(FIXTURES / "patches"))
+
+
+# the settings that name package locations for an install (kit.installer.package_sources)
+INDEX_SETTINGS = (
+    "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
+    "UV_EXTRA_INDEX_URL", "UV_NO_INDEX", "UV_OFFLINE", "KIT_TORCH_INDEX",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def local_index() -> Iterator[str]:
+    """A package index on localhost that answers every request with an empty simple page."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_HEAD
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def package_index(local_index: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """pip's index is :func:`local_index`, and no pip config file or other index setting applies
+    (a test may set them again): the engine install a preflight asks about is this machine's."""
+    for name in INDEX_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", local_index)
+    return local_index
 
 
 @pytest.fixture

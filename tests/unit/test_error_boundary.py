@@ -22,6 +22,7 @@ import httpx
 import httpx2
 import pytest
 from click.testing import CliRunner, Result
+from hubserver import HUB_TINY_RECIPE, serving_hub
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from kit.cli import main
@@ -123,7 +124,7 @@ def test_bench_against_a_refused_port(recipe: str, tmp_path: Path) -> None:
     assert res.exit_code == 3, res.output
     assert said(res) == [
         f"error: cannot connect to {url}/v1/models: {REFUSED}",
-        f"hint: is a server running at {url}? `kit serve RECIPE --port {url.rsplit(':', 1)[1]}` "
+        f"hint: is a server running at {url}? `kit serve {recipe} --port {url.rsplit(':', 1)[1]}` "
         "starts one",
     ]
     # the partial report is written before the boundary, with the same words
@@ -243,13 +244,27 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Path, "write_bytes", data)
 
 
-def test_a_full_disk(fixtures_dir: Path, tmp_path: Path, full_disk: None) -> None:
-    recipe = tmp_path / "tiny.yaml"
-    recipe.write_bytes((fixtures_dir / "recipes" / "cpu-tiny.yaml").read_bytes())
-    res = CliRunner().invoke(main, ["lock", str(recipe)])
+def test_a_full_disk(
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full_disk: None
+) -> None:
+    """`kit lock` of a recipe with open revisions, resolved by a local hub stand-in: the lock
+    cannot be written."""
+    (tmp_path / "cpu-tiny.yaml").write_bytes(
+        (fixtures_dir / "recipes" / "cpu-tiny.yaml").read_bytes()
+    )
+    recipe = tmp_path / "hub-tiny.yaml"
+    recipe.write_text(HUB_TINY_RECIPE)
+    repos = {}
+    for repo in ("kit-test/tiny", "kit-test/tiny-draft"):
+        (tmp_path / repo).mkdir(parents=True)
+        (tmp_path / repo / "config.json").write_text("{}")
+        repos[repo] = tmp_path / repo
+    with serving_hub(repos) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        res = CliRunner().invoke(main, ["lock", str(recipe)])
     assert res.exit_code == 3, res.output
     assert said(res) == [
-        f"error: {tmp_path / 'tiny.lock.tmp'}: {FULL}",
+        f"error: {tmp_path / 'hub-tiny.lock.tmp'}: {FULL}",
         "hint: free space there, or write elsewhere (-o DIR for reports, KIT_HOME for kit's cache)",
     ]
 
@@ -297,10 +312,149 @@ def test_kit_debug_keeps_the_traceback(
     assert f"error: cannot connect to {url}/v1/models: {REFUSED}\n" in res.stderr
 
 
-def test_click_keeps_its_usage_errors(recipe: str) -> None:
+# ---------------------------------------------------------------------------------------------
+# click's own usage errors, through the same boundary: exit 2, `error:` and `hint:` lines
+
+
+def usage(command: str, *args: str) -> str:
+    return (
+        f"hint: Usage: kit {command} [OPTIONS] {' '.join(args)} (`kit {command} --help` says more)"
+    )
+
+
+def test_a_missing_option(recipe: str) -> None:
     res = CliRunner().invoke(main, ["bench", recipe])
     assert res.exit_code == 2
-    assert "Error: Missing option '--target'." in res.stderr
+    assert said(res) == ["error: kit bench: missing option --target", usage("bench", "[PATH]")]
+    assert "Error:" not in res.output and "Try 'kit" not in res.output
+
+
+def test_a_missing_argument() -> None:
+    res = CliRunner().invoke(main, ["report", "verify"])
+    assert res.exit_code == 2
+    assert said(res) == [
+        "error: kit report verify: missing argument PATH",
+        usage("report verify", "PATH"),
+    ]
+
+
+def test_an_unknown_option_and_command() -> None:
+    res = CliRunner().invoke(main, ["report", "show", "--kyes", "k", "r.json"])
+    assert res.exit_code == 2
+    assert said(res) == [
+        "error: kit report show: no such option '--kyes'",
+        "hint: did you mean --keys or --key?",
+        usage("report show", "PATHS..."),
+    ]
+    res = CliRunner().invoke(main, ["reprodce"])
+    assert res.exit_code == 2
+    assert said(res) == [
+        "error: kit: no such command 'reprodce'",
+        "hint: did you mean reproduce or probe?",
+        "hint: Usage: kit [OPTIONS] COMMAND [ARGS]... (`kit --help` says more)",
+    ]
+    res = CliRunner().invoke(main, ["--bogus"])  # before any command: the top-level group's
+    assert res.exit_code == 2
+    assert said(res)[0] == "error: kit: no such option '--bogus'"
+
+
+def test_an_option_without_its_value() -> None:
+    res = CliRunner().invoke(main, ["report", "show", "r.json", "--keys"])
+    assert res.exit_code == 2
+    assert said(res) == [
+        "error: kit report show: option '--keys' requires an argument",
+        usage("report show", "PATHS..."),
+    ]
+
+
+def test_a_folder_given_as_a_report_or_a_key(fixtures_dir: Path, tmp_path: Path) -> None:
+    report = str(fixtures_dir / "reports" / "cpu-tiny-a.signed.json")
+    res = CliRunner().invoke(main, ["report", "show", str(tmp_path)])
+    assert res.exit_code == 2
+    assert said(res) == [
+        f"error: kit report show: PATHS: file '{tmp_path}' is a directory",
+        "hint: name a file there, not the folder (a run's folder holds report.json)",
+        usage("report show", "PATHS..."),
+    ]
+    res = CliRunner().invoke(main, ["report", "show", report, "--key", str(tmp_path)])
+    assert res.exit_code == 2
+    assert said(res) == [
+        f"error: kit report show: --key: file '{tmp_path}' is a directory",
+        "hint: --key takes one public key file; --keys DIR takes a folder of them",
+        usage("report show", "PATHS..."),
+    ]
+    # that hint, followed: --keys with the folder of the signer's key reads it
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "signer.pub").write_bytes((fixtures_dir / "reports" / "signer.pub").read_bytes())
+    res = CliRunner().invoke(main, ["report", "show", report, "--keys", str(keys)])
+    assert res.exit_code == 0, res.output
+
+
+def test_an_unreadable_file(
+    fixtures_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """click asks os.access, which says yes to root whatever the mode: the answer a user who
+    cannot read the file gets is injected."""
+    secret = tmp_path / "secret.pub"
+    secret.write_bytes(b"")
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: p != str(secret) and access(p, mode))
+    report = str(fixtures_dir / "reports" / "cpu-tiny-a.signed.json")
+    res = CliRunner().invoke(main, ["report", "verify", report, "--key", str(secret)])
+    assert res.exit_code == 2
+    assert said(res) == [
+        f"error: kit report verify: --key: file '{secret}' is not readable",
+        "hint: check the file's permissions (ls -l), or read it as its owner",
+        usage("report verify", "PATH"),
+    ]
+
+
+def test_a_group_alone_still_prints_its_help() -> None:
+    res = CliRunner().invoke(main, ["report"])
+    assert res.exit_code == 2
+    assert res.output.startswith("Usage: kit report [OPTIONS] COMMAND [ARGS]...")
+    assert "error:" not in res.output
+
+
+def test_a_missing_report_and_a_fifo_as_the_key(fixtures_dir: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    res = CliRunner().invoke(main, ["report", "show", str(missing)])
+    assert res.exit_code == 2
+    assert said(res) == [
+        f"error: {missing}: cannot read the report file: No such file or directory",
+        "hint: check the path: a run writes its report as report.json in its run folder (under "
+        "reports/, or -o DIR)",
+    ]
+    fifo = tmp_path / "key.pub"
+    os.mkfifo(fifo)
+    report = str(fixtures_dir / "reports" / "cpu-tiny-a.signed.json")
+    res = CliRunner().invoke(main, ["report", "show", report, "--key", str(fifo)])
+    assert res.exit_code == 2
+    assert said(res) == [
+        f"error: {fifo}: cannot read the public key: not a regular file (a FIFO)",
+        "hint: kit reads a public key from a regular file only: save it to one, then name that",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("port", "said_of_it"),
+    [
+        ("99999", "port 99999 is out of range (1-65535)"),
+        ("0", "port 0 is out of range (1-65535)"),
+        ("80a", "the port '80a' is not a number"),
+    ],
+)
+def test_a_target_port_out_of_range(
+    recipe: str, tmp_path: Path, port: str, said_of_it: str
+) -> None:
+    target = f"http://127.0.0.1:{port}"
+    res = CliRunner().invoke(main, ["bench", "--target", target, recipe, "-o", str(tmp_path)])
+    assert res.exit_code == 2
+    assert said(res) == [
+        f"error: --target {target}: {said_of_it}",
+        "hint: --target takes a server's base URL, such as --target http://127.0.0.1:8000",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

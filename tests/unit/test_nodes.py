@@ -146,7 +146,7 @@ def test_run_node_refuses_a_rank_the_recipe_has_not(fixtures_dir: Path, tmp_path
         main, ["serve", str(fixtures_dir / "recipes/cpu-tiny-2nodes.yaml"), "--node-rank", "0"]
     )
     assert res.exit_code == 2
-    assert "Invalid value for '--node-rank': 0 is not in the range x>=1." in res.output
+    assert "error: kit serve: --node-rank: 0 is not in the range x>=1" in res.output
     recipe = load_recipe(fixtures_dir / "recipes/cpu-tiny-2nodes.yaml").recipe
     env = EngineEnv.model_construct(python="/engine/bin/python", pythonpath=None)
     runtime = NativeRuntime(env)  # type: ignore[arg-type]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from kit.noise import (
     FLOOR_PCT,
@@ -44,6 +47,22 @@ def test_the_band_is_the_floor_or_both_intervals() -> None:
     wide = band(6.0, 8.0)
     assert (wide.pct, wide.source, wide.too_wide) == (10.0, "intervals", False)
     assert band(8.0, 8.0).too_wide and band(8.0, 8.0).pct > MAX_BAND_PCT
+
+
+@settings(max_examples=60, deadline=None)
+@example([1.8e305, 1e308, -1e300, 5e-324])
+@example([1.7e308, 1.7e308, -1.7e308, -1.7e308])  # sums of neighbours beyond a double
+@example([5e-324, 1.7976931348623157e308])  # the smallest and the largest double
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=9))
+def test_a_headline_of_any_numbers_is_finite_and_its_band_a_number_or_too_wide(
+    values: list[float],
+) -> None:
+    h = headline("decode_tps", dict(enumerate(values)), {})
+    assert all(v is None or math.isfinite(v) for v in (h.value, h.low, h.high))
+    assert (h.value is None) == (not values) and (h.low is None) == (len(values) < 2)
+    b = band(h.half_width_pct, h.half_width_pct)
+    assert math.isfinite(b.pct) or b.too_wide
+    assert judged(0.0, b) == ("inconclusive" if b.too_wide else "within")
 
 
 def test_judged() -> None:

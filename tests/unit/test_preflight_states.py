@@ -29,6 +29,10 @@ from kit.recipe import load_recipe
 SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 RIG = ["--rig", "2x24"]
 OFFLINE_CONFIG = "config.json is not in kit's cache, and HF_HUB_OFFLINE is set"
+CALIBRATION_HINT = (
+    "hint: a calibration set kit pins by its content: quantization.calibration with source: "
+    "file (a text file beside the recipe) or source: inline"
+)
 # a small decoder: a model and a one-layer draft that fit the rig, on the hub stand-in
 CONFIG = {
     "hidden_size": 1024,
@@ -80,13 +84,16 @@ def test_the_seed_offline_says_what_it_did_not_check(
     assert res.exit_code == 0, res.output  # items not checked fail nothing
     assert res.stderr == ""
     lines = res.stdout.splitlines()
-    cells = [re.split(r"  +", line, maxsplit=2) for line in lines[:-2]]
+    cells = [re.split(r"  +", line, maxsplit=2) for line in lines[:-3]]
     states = {name: state for state, name, _ in cells}
     assert states == {
-        "pin model": "ok",
-        "pin speculative.draft": "ok",
-        "pin calibration": "ok",
-        "engine python": "ok",
+        # a 40-hex revision proves nothing: neither kit's cache nor the hub could say
+        "pin model": "not checked",
+        "pin speculative.draft": "not checked",
+        # loaded by name: kit cannot pin it, so it never says ok
+        "pin calibration": "not checked",
+        "engine python": "ok",  # the package index (tests/unit/conftest.py) answered
+        "output": "ok",
         "shm": "ok",
         "gpus": "ok",
         # the model alone is about 54 GB: a size kit did not learn is never ok
@@ -95,6 +102,9 @@ def test_the_seed_offline_says_what_it_did_not_check(
         "disk": "not checked",
     }, res.stdout
     rows = {name: detail for state, name, detail in cells if state == "not checked"}
+    assert rows["pin model"] == (
+        f"Qwen/Qwen3.8-27B@{'a' * 40}: not in kit's hub cache, and HF_HUB_OFFLINE is set"
+    )
     assert rows["gpu memory"] == (
         f"not estimated: model Qwen/Qwen3.8-27B: {OFFLINE_CONFIG}; draft "
         f"incoai/Qwen3.8-27B-DFlash2: {OFFLINE_CONFIG}"
@@ -106,12 +116,13 @@ def test_the_seed_offline_says_what_it_did_not_check(
         r"\(the model's shape is not known\)",
         rows["disk"],
     )
-    # the hint, once for the three, then the count: the last line
-    assert lines[-2:] == [
+    # the hint, once for the five, the calibration's, then the count: the last line
+    assert lines[-3:] == [
         f"hint: unset HF_HUB_OFFLINE and run kit preflight {display_path(seed)} again: it reads "
         "config.json and the file sizes from the hub (a few KB, no weights)",
-        "3 checks not made (gpu memory, autoround memory, disk): they do not fail preflight; "
-        "the run may still fail on them",
+        CALIBRATION_HINT,
+        "6 checks not made (pin model, pin speculative.draft, pin calibration, gpu memory, "
+        "autoround memory, disk): they do not fail preflight; the run may still fail on them",
     ]
 
 
@@ -135,10 +146,11 @@ def test_unpinned_the_hints_name_kit_lock_one_a_line(
         "(make: SET=...)",
     ]
     # the items not checked for want of the pins: the same command, once
-    assert res.stdout.splitlines()[-2:] == [
+    assert res.stdout.splitlines()[-3:] == [
+        CALIBRATION_HINT,
         f"hint: {lock}, and preflight then sizes them from the hub",
-        "3 checks not made (gpu memory, autoround memory, disk): they do not fail preflight; "
-        "the run may still fail on them",
+        "4 checks not made (pin calibration, gpu memory, autoround memory, disk): they do not "
+        "fail preflight; the run may still fail on them",
     ]
     with pytest.raises(BadInputError) as info:
         preflight(load_recipe(seed), rig=assumed_rig("2x24"))
@@ -155,16 +167,52 @@ def test_the_lock_hint_runs_and_then_every_item_is_checked(
     recipe.write_text(text)
     before = kit_preflight(str(recipe), *RIG)
     assert before.exit_code == 2, before.output
-    assert before.stdout.splitlines()[-1].startswith("3 checks not made")
+    assert before.stdout.splitlines()[-1].startswith("4 checks not made")
     assert f"hint: kit lock {display_path(recipe)} pins" in before.stdout
     locked = CliRunner().invoke(main, ["lock", str(recipe), "--no-image"])  # as the hint says
     assert locked.exit_code == 0, locked.output
     after = kit_preflight(str(recipe), *RIG)
     assert after.exit_code == 0, after.output
-    lines = after.stdout.splitlines()
-    assert [line.split("  ")[0] for line in lines] == ["ok"] * 9, after.stdout
-    assert "not made" not in after.stdout and "hint:" not in after.stdout
-    assert "about" in lines[-1] and "not sized" not in lines[-1]  # the disk, sized
+    *rows, hint, count = after.stdout.splitlines()
+    # every item the hub answers for is checked; the calibration set, which kit cannot pin,
+    # is the one not checked
+    states = [(row.split("  ")[0], re.split(r"  +", row)[1]) for row in rows]
+    assert [name for state, name in states if state != "ok"] == ["pin calibration"], after.stdout
+    assert len(rows) == 10
+    assert re.split(r"  +", rows[0], maxsplit=2)[2] == (
+        f"kit-test/big@{hub.sha['kit-test/big']}: the hub has it"
+    )
+    assert (hint, count) == (
+        CALIBRATION_HINT,
+        "1 check not made (pin calibration): it does not fail preflight; the run may still "
+        "fail on it",
+    )
+    assert "about" in rows[-1] and "not sized" not in rows[-1]  # the disk, sized
+
+
+def test_a_made_up_revision_is_a_problem_where_the_hub_answers(
+    fixtures_dir: Path, tmp_path: Path, hub: Hub
+) -> None:
+    text = (fixtures_dir / SEED).read_text()
+    text = text.replace("repo_id: Qwen/Qwen3.8-27B\n", "repo_id: kit-test/big\n")
+    text = text.replace("repo_id: incoai/Qwen3.8-27B-DFlash2\n", "repo_id: kit-test/big-draft\n")
+    recipe = tmp_path / "seed.yaml"
+    recipe.write_text(text)
+    made_up = "c" * 40
+    draft = f"speculative.draft.revision={hub.sha['kit-test/big-draft']}"
+    res = kit_preflight(str(recipe), *sets([f"model.revision={made_up}", draft]), *RIG)
+    assert res.exit_code == 2, res.output
+    assert (
+        f"error:   pin model: model.revision: kit-test/big@{made_up}: the hub has no such "
+        "repository or revision: RepositoryNotFoundError"
+    ) in res.stderr.splitlines()
+    assert (
+        f"hint: check the repo_id and the revision in {display_path(recipe)} (kit lock "
+        f"{display_path(recipe)} pins the current commit of an open one; a private or gated "
+        "repository needs HF_TOKEN)"
+    ) in res.stderr.splitlines()
+    (draft_row,) = [r for r in res.stdout.splitlines() if "pin speculative.draft" in r]
+    assert draft_row.startswith("ok ") and draft_row.endswith(": the hub has it")
 
 
 def test_a_recipe_checked_in_full_ends_with_its_last_item(
@@ -176,7 +224,7 @@ def test_a_recipe_checked_in_full_ends_with_its_last_item(
     assert res.exit_code == 0, res.output  # this machine runs cpu-tiny
     lines = res.stdout.splitlines()
     assert [line.split()[1] for line in lines] == [
-        "engine", "shm", "cpu-isa", "int4-path", "memory", "disk"
+        "engine", "output", "shm", "cpu-isa", "int4-path", "memory", "disk"
     ]  # fmt: skip
     assert lines[-1].startswith("ok  disk  ")
 
@@ -260,20 +308,23 @@ def test_the_reproduce_preflight_says_what_it_did_not_check(
         items = preflight(load_recipe(fixtures_dir / SEED, seed_pins), rig=assumed_rig("2x24"))
     finally:
         logger.removeHandler(records)
-    assert [c.name for c in items if c.state == "not checked"] == [
+    skipped = [
+        "pin model",
+        "pin speculative.draft",
+        "pin calibration",
         "gpu memory",
         "autoround memory",
         "disk",
     ]
+    assert [c.name for c in items if c.state == "not checked"] == skipped
     warnings = [line for line in records.lines if line.startswith("WARNING")]
-    assert [w.split(":")[:3] for w in warnings[:3]] == [
-        ["WARNING preflight", " not checked", " gpu memory"],
-        ["WARNING preflight", " not checked", " autoround memory"],
-        ["WARNING preflight", " not checked", " disk"],
+    assert [w.split(":")[:3] for w in warnings[:6]] == [
+        ["WARNING preflight", " not checked", f" {name}"] for name in skipped
     ]
-    assert warnings[3].startswith("WARNING preflight: hint: unset HF_HUB_OFFLINE")
-    assert warnings[4] == (
-        "WARNING preflight: 3 checks not made (gpu memory, autoround memory, disk): they do "
-        "not fail preflight; the run may still fail on them"
+    assert warnings[6].startswith("WARNING preflight: hint: unset HF_HUB_OFFLINE")
+    assert warnings[7] == f"WARNING preflight: {CALIBRATION_HINT}"
+    assert warnings[8] == (
+        f"WARNING preflight: 6 checks not made ({', '.join(skipped)}): they do not fail "
+        "preflight; the run may still fail on them"
     )
-    assert len(warnings) == 5
+    assert len(warnings) == 9

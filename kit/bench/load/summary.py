@@ -4,14 +4,14 @@ recomputes them). The definitions are in :mod:`kit.bench.load`."""
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable
 
 from pydantic import Field
 
 from kit.base import KitModel
+from kit.bench.plausible import plausible
 from kit.bench.stream import RequestRecord
-from kit.metrics import ServerWindow, SpecDecode
+from kit.metrics import ServerWindow, SpecDecode, between, fmean, stdev
 from kit.recipe.traffic import Slo
 
 
@@ -32,17 +32,18 @@ def percentile(sorted_values: list[float], q: float) -> float:
     pos = (len(sorted_values) - 1) * q / 100
     lo = math.floor(pos)
     hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    return between(sorted_values[lo], sorted_values[hi], pos - lo)
 
 
 def percentiles(values: Iterable[float]) -> Percentiles:
+    """n, mean, std and percentiles; all but n None unless every value is a finite number."""
     vals = sorted(float(v) for v in values)
-    if not vals:
-        return Percentiles(n=0, mean=None, std=None, p50=None, p90=None, p95=None, p99=None)
+    if not vals or not all(map(math.isfinite, vals)):
+        return Percentiles(n=len(vals), mean=None, std=None, p50=None, p90=None, p95=None, p99=None)
     return Percentiles(
         n=len(vals),
-        mean=statistics.fmean(vals),
-        std=statistics.stdev(vals) if len(vals) > 1 else None,
+        mean=fmean(vals),
+        std=stdev(vals),
         p50=percentile(vals, 50),
         p90=percentile(vals, 90),
         p95=percentile(vals, 95),
@@ -109,12 +110,17 @@ def meets(r: RequestRecord, slo: Slo | None) -> bool:
 
 
 def completed(records: list[RequestRecord], label: str) -> list[RequestRecord]:
-    """A point's measured requests that ended without error, in the order given: the ones its
-    figures are computed from."""
+    """A point's measured requests that ended without error, in the order given, those that
+    are not plausible measurements left out (kit.bench.plausible): the ones its figures are
+    computed from."""
     return [
         r
         for r in records
-        if r.prompt == label and r.phase == "load" and r.error is None and r.wall_s is not None
+        if r.prompt == label
+        and r.phase == "load"
+        and r.error is None
+        and r.wall_s is not None
+        and plausible(r)
     ]
 
 
@@ -142,7 +148,7 @@ def summarize_point(
     aside: they come from counters, not records)."""
     measured = [r for r in records if r.prompt == label and r.phase == "load"]
     done = completed(measured, label)
-    timed = [r for r in measured if r.sent_s is not None]
+    timed = [r for r in measured if r.sent_s is not None and plausible(r)]
     duration = None
     if timed and done:
         start = min(r.sent_s or 0.0 for r in timed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from kit.bench.plausible import plausible
 from kit.bench.stream import RequestRecord
 from kit.probe import Unavailable
 from kit.report.html.figure import Marks, pyplot, to_svg
@@ -29,10 +30,11 @@ def _ref_figure(report: Report, prompt: str, field: str) -> float | None:
 
 
 def measured(report: Report) -> dict[str, list[RequestRecord]]:
-    """Measured records by prompt, in the order the prompts ran."""
+    """Measured records by prompt, in the order the prompts ran; those that are no plausible
+    measurement left out (kit.bench.plausible), as every summary leaves them out."""
     out: dict[str, list[RequestRecord]] = {}
     for r in report.bench.records if report.bench else []:
-        if r.phase == "measured":
+        if r.phase == "measured" and plausible(r):
             out.setdefault(r.prompt, []).append(r)
     return out
 
@@ -121,7 +123,10 @@ def prefill_chart(report: Report) -> str | None:
         runs = [
             (r.prompt_tokens or 0) / r.ttft_s
             for r in b.records
-            if r.prompt == f"prefill-{p.depth}" and r.phase == "prefill" and r.ttft_s
+            if r.prompt == f"prefill-{p.depth}"
+            and r.phase == "prefill"
+            and r.ttft_s
+            and plausible(r)
         ]
         mark(ax.bar(x, s.mean or 0, width=0.55, color=COLORS[0], alpha=0.35))
         if s.std is not None:

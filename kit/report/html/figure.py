@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from typing import Any
 
 from kit.errors import EnvironmentProblem
@@ -81,12 +82,25 @@ _HEAD = re.compile(r"^.*?(?=<svg)", re.S)
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
+# in place of a chart whose numbers matplotlib cannot lay out
+UNDRAWN = (
+    '<p class="note">chart not drawn: its numbers are beyond what an axis can show (a value '
+    "near the limits of a double, which no run measures)</p>"
+)
+
+
 def to_svg(fig: Any, name: str) -> str:
-    """The figure as an ``<svg>`` element for inlining, ids prefixed with ``name``; closed."""
+    """The figure as an ``<svg>`` element for inlining, ids prefixed with ``name``; closed. A
+    figure whose numbers are beyond what matplotlib can lay out (an axis spanning 1e308, whose
+    tick format overflows) is :data:`UNDRAWN` instead."""
     plt = pyplot()
     buf = io.StringIO()
     try:
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        with warnings.catch_warnings():  # numpy's overflow warnings on such an axis: not news
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    except (OverflowError, ValueError):
+        return UNDRAWN
     finally:
         plt.close(fig)
     svg = _HEAD.sub("", buf.getvalue(), count=1)

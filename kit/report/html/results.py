@@ -7,11 +7,13 @@ from __future__ import annotations
 from html import escape
 
 from kit.metrics import Stats
+from kit.report.describe import left_out_text
 from kit.report.figures import prompt_headline
 from kit.report.html import charts, sweep
 from kit.report.html.layout import NOT_MEASURED, html_table, section
 from kit.report.schema import Report
 from kit.report.validity import CLIENT_BUSY_PCT
+from kit.report.verdict import num
 
 
 def stats_rows(report: Report, label: str | None = None) -> str:
@@ -29,9 +31,9 @@ def stats_rows(report: Report, label: str | None = None) -> str:
         h = prompt_headline(report, prompt)
         if h is None or h.value is None:
             return "-"
-        ci = f" [{h.low:,.1f}-{h.high:,.1f}]" if h.low is not None and h.high is not None else ""
-        held = f" ({len(h.runs_excluded)} held left out)" if h.runs_excluded else ""
-        return f"{h.value:,.2f}{ci}{held}"
+        ci = f" [{num(h.low)}-{num(h.high)}]" if h.low is not None and h.high is not None else ""
+        held = f" ({left_out_text(h)})" if h.runs_excluded else ""
+        return f"{num(h.value, ',.2f')}{ci}{held}"
 
     return html_table(
         (

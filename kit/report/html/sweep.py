@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kit.metrics import finite
 from kit.recipe.patterns import load_class
 from kit.report.describe import rig
 from kit.report.html.charts import COLORS
@@ -121,9 +122,13 @@ def pareto_chart(report: Report) -> str | None:
     """Throughput per GPU against tokens/s per user (1000 / TPOT p50), the front drawn."""
     gpus = gpu_count(report)
     rows = [
-        (1000 / p.tpot_ms.p50, (p.output_tps or 0) / gpus, p)
+        (x, y, p)
         for p in _points(report)
-        if p.tpot_ms.p50 and p.output_tps is not None
+        if p.tpot_ms.p50
+        and p.output_tps is not None
+        # a TPOT next to nothing is no interactivity a chart can place
+        and (x := finite(1000 / p.tpot_ms.p50)) is not None
+        and (y := finite(p.output_tps / gpus)) is not None
     ]
     if not rows:
         return None
@@ -156,7 +161,8 @@ def pareto_chart(report: Report) -> str | None:
     ax.set_xlabel("interactivity: tokens/s per user (1000 / TPOT p50)")
     ax.set_ylabel(f"output tokens/s per GPU ({gpus} GPU{'s' * (gpus != 1)})")
     ax.set_title("Throughput per GPU against interactivity")
-    ax.set_ylim(0, max(y for _, y in pairs) * 1.15)
-    ax.set_xlim(0, max(x for x, _ in pairs) * 1.15)
+    top, right = max(y for _, y in pairs), max(x for x, _ in pairs)
+    ax.set_ylim(0, finite(top * 1.15) or top)
+    ax.set_xlim(0, finite(right * 1.15) or right)
     ax.legend(loc="upper right", frameon=False)
     return to_svg(fig, "pareto")

@@ -13,20 +13,24 @@ if TYPE_CHECKING:
     from kit.report.compare import Comparison, MetricDelta
 
 
+# a figure both sides have whose difference is no finite percentage of A's
+NO_PCT = "no percentage of A"
+
+
 def _differ(aspect: str) -> str:
     return f"{aspect} {'differ' if aspect.endswith('s') else 'differs'}"
 
 
 def _delta_flag(m: MetricDelta) -> str:
     """within / OUTSIDE (higher, better) / INCONCLUSIVE / band unknown / one side only."""
-    if m.delta is None:
+    if m.a is None or m.b is None:
         return "one side only"
     if m.status is None:
         return "band unknown"
     if m.status == "within":
         return "within noise"
     if m.status == "inconclusive":
-        return "INCONCLUSIVE (band too wide)"
+        return f"INCONCLUSIVE ({'band too wide' if m.delta_pct is not None else NO_PCT})"
     way = f"{m.direction}, {'better' if m.better else 'worse'}"
     return f"OUTSIDE noise ({way})"
 

@@ -15,6 +15,7 @@ from kit.report.describe import (
 )
 from kit.report.schema import Report
 from kit.report.show.trust import trust_label
+from kit.report.verdict import num as figure_text
 from kit.signing import SignatureCheck
 
 MARKDOWN_COLUMNS = (
@@ -45,7 +46,7 @@ def _ttft(report: Report) -> str:
     parts = []
     for prompt in ("narrative", "code"):
         s = _prompt_stats(report, prompt, "ttft_ms")
-        parts.append("-" if s is None or s.mean is None else f"{s.mean:.0f}")
+        parts.append("-" if s is None or s.mean is None else figure_text(s.mean, ".0f"))
     return " / ".join(parts) + " ms"
 
 
@@ -59,7 +60,7 @@ def _notes(report: Report) -> str:
     if not report.canonical:
         notes.append("not canonical")
     if report.energy_per_token_j is not None:
-        notes.append(f"{report.energy_per_token_j:.3f} J/token")
+        notes.append(f"{figure_text(report.energy_per_token_j, '.3f')} J/token")
     if report.harness is not None:
         run = report.harness
         said = "failed" if run.error else ", ".join(describe(t) for t in run.tasks)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from kit.peers.schema import FIGURES, Peers
 from kit.report.schema import Report
+from kit.report.verdict import num
 
 # the table's columns after the point and the tool: a throughput, then latency pairs
 PAIRS = (("ttft_p50", "ttft_p99"), ("tpot_p50", "tpot_p99"), ("itl_p50", "itl_p99"))
@@ -91,7 +92,7 @@ def _cell(row: SideBySideRow, key: str) -> str:
     value = row.values.get(key)
     if value is None:
         return "-"
-    text = f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+    text = num(value, ".1f" if value >= 10 else ".2f")
     return text + ("*" if row.within.get(key) is False else "")
 
 

@@ -9,7 +9,9 @@ from kit.metrics import Stats
 from kit.quality.harness import describe
 from kit.report.figures import prompt_headline
 from kit.report.schema import Report
+from kit.report.show.claims import claim_lines
 from kit.report.show.peers import peer_lines
+from kit.report.verdict import HUGE
 
 if TYPE_CHECKING:
     from kit.bench.load import LoadPoint
@@ -18,14 +20,14 @@ if TYPE_CHECKING:
 def _stat(s: Stats | None, digits: int = 2, cv: bool = False) -> str:
     if s is None or s.mean is None:
         return "-"
-    text = f"{s.mean:.{digits}f}"
+    text = number(s.mean, digits)
     if cv and s.cv_pct is not None:
-        text += f" ({s.cv_pct:.1f}%)"
+        text += f" ({number(s.cv_pct, 1)}%)"
     return text
 
 
 def _p(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return number(value, digits)
 
 
 def _load_lines(points: list[LoadPoint]) -> list[str]:
@@ -36,7 +38,7 @@ def _load_lines(points: list[LoadPoint]) -> list[str]:
     )
     out = [head, "  " + "-" * (len(head) - 2)]
     for pt in points:
-        cpu = "-" if pt.client_cpu_pct is None else f"{pt.client_cpu_pct:.0f}%"
+        cpu = "-" if pt.client_cpu_pct is None else f"{number(pt.client_cpu_pct, 0)}%"
         out.append(
             f"  {pt.label:<16} {pt.completed:>3}/{pt.requests:<3} "
             f"{_p(pt.request_throughput, 2):>6} {_p(pt.output_tps, 1):>9} "
@@ -69,9 +71,9 @@ def summary_table(report: Report) -> str:
             used = f"{len(h.runs_used)}/{p.measured}" if h else f"{p.usable}/{p.measured}"
             lead = "-"
             if h is not None and h.value is not None:
-                lead = f"{h.value:.2f}"
+                lead = number(h.value)
                 if h.low is not None and h.high is not None:
-                    lead += f" [{h.low:.1f}-{h.high:.1f}]"
+                    lead += f" [{number(h.low, 1)}-{number(h.high, 1)}]"
             lines.append(
                 f"  {p.prompt:<10} {used:>5} {lead:>26} {_stat(p.decode_tps, cv=True):>18} "
                 f"{_stat(p.wall_tps):>9} {_stat(p.ttft_ms, 0):>8} "
@@ -92,7 +94,7 @@ def summary_table(report: Report) -> str:
                 lines.append(f"  prefill {pf.depth:>6} tok: {pf.status} ({pf.reason})")
         s = b.spec_decode
         if s is not None:
-            rate = f"{s.acceptance_rate * 100:.1f}%" if s.acceptance_rate is not None else "-"
+            rate = "-" if s.acceptance_rate is None else f"{number(s.acceptance_rate * 100, 1)}%"
             lines.append(
                 f"  spec decode: {s.accepted_tokens}/{s.draft_tokens} draft tokens accepted "
                 f"({rate}) in {s.drafts} steps; acceptance length "
@@ -101,11 +103,12 @@ def summary_table(report: Report) -> str:
             )
     lines += peer_lines(report)
     lines += harness_lines(report)
+    lines += claim_lines(report)  # bench.context, bench.soak
     v = report.validity
     lines.append(f"  validity: {'valid' if v.valid else 'INVALID'}")
     lines += [f"    {f.severity}: {f.message}" for f in v.reasons]
     if report.energy_per_token_j is not None:
-        lines.append(f"  energy: {report.energy_per_token_j:.3f} J per generated token")
+        lines.append(f"  energy: {number(report.energy_per_token_j, 3)} J per generated token")
     for note in report.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
@@ -123,6 +126,9 @@ def harness_lines(report: Report) -> list[str]:
 
 
 def number(value: float | None, digits: int = 2, sign: bool = False) -> str:
+    """``value`` to ``digits`` decimals; one beyond any measurement in three significant
+    digits (1.8e+305), not three hundred."""
     if value is None:
         return "-"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+    spec = f".{digits}f" if abs(value) < HUGE else ".3g"
+    return f"{value:{'+' if sign else ''}{spec}}"

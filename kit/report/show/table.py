@@ -15,7 +15,7 @@ from kit.report.describe import (
     spec_text,
 )
 from kit.report.schema import Report
-from kit.report.show.summary import summary_table
+from kit.report.show.summary import number, summary_table
 from kit.report.show.trust import signer_text, trust_label
 from kit.signing import SignatureCheck
 
@@ -98,5 +98,5 @@ def _sampling_lines(report: Report) -> list[str]:
             f"{num(g.temperature_max_c):>7}"
         )
     if not isinstance(s.energy_j, Unavailable):
-        out.append(f"  GPU energy over the measured window: {s.energy_j:.0f} J")
+        out.append(f"  GPU energy over the measured window: {number(s.energy_j, 0)} J")
     return out

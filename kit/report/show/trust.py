@@ -1,10 +1,15 @@
 """Who a report's figures are from: the label every line of an untrusted or unsigned run carries
-(:func:`trust_label`), the signer in words, and the two sides' labels of a comparison."""
+(:func:`trust_label`), the signer in words, the two sides' labels of a comparison, and a side's
+trust for a script (:class:`SideTrust`, in `kit report compare --json`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
+from pydantic import Field
+
+from kit.base import StrictModel
 from kit.signing import SignatureCheck
 
 UNTRUSTED = "UNTRUSTED"
@@ -56,3 +61,51 @@ def sides_label(labels: Mapping[str, str]) -> str:
         if side in labels:
             by_label.setdefault(labels[side], []).append(side)
     return ", ".join(f"{label} ({'+'.join(sides)})" for label, sides in by_label.items())
+
+
+TrustState = Literal["verified", "untrusted", "unsigned", "invalid", "not checked"]
+
+
+class SideTrust(StrictModel):
+    """One report's signature and trust, as a script reads it beside a verdict."""
+
+    state: TrustState = Field(
+        description="verified: signed by a given or trusted key, signature checked; untrusted: "
+        "signed by a key neither given nor trusted, not checked; unsigned; invalid; not checked."
+    )
+    trusted: bool = Field(description="The signature verified against a given or trusted key.")
+    signature_ok: bool | None = Field(
+        description="True: the signature verified; False: none, or it failed; None: not checked."
+    )
+    keyid: str | None = Field(
+        description="Fingerprint of the key that verified it, else the one its signature names."
+    )
+    signer: str | None = Field(description="The trusted key's name, where it has one.")
+    allowed_by: Literal["--allow-untrusted", "--allow-unsigned"] | None = Field(
+        description="The option that let an unverified report be read."
+    )
+    label: str | None = Field(description="UNTRUSTED, UNSIGNED or UNVERIFIED: on every figure.")
+
+
+def side_trust(check: SignatureCheck) -> SideTrust:
+    """A report's :class:`SideTrust` from its signature check (:func:`kit.report.files.read_report`
+    lets an untrusted or unsigned one through only when allowed, so those were allowed)."""
+    state: TrustState
+    allowed: Literal["--allow-untrusted", "--allow-unsigned"] | None = None
+    if check.valid:
+        state = "verified"
+    elif not check.signed:
+        state, allowed = "unsigned", "--allow-unsigned"
+    elif check.untrusted:
+        state, allowed = "untrusted", "--allow-untrusted"
+    else:
+        state = "not checked" if check.valid is None else "invalid"
+    return SideTrust(
+        state=state,
+        trusted=bool(check.valid),
+        signature_ok=check.valid if check.signed else False,
+        keyid=check.keyid,
+        signer=check.signer,
+        allowed_by=allowed,
+        label=trust_label(check),
+    )

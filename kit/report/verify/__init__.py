@@ -19,8 +19,10 @@ schema) says so and counts as not checked. Items:
 - ``summaries``: per-prompt and prefill statistics, spec-decode figures, GPU sampling
   summaries, energy per token and the quality probe's figures, recomputed from the raw records
   (the probe's: its per-token scores) with kit's own functions;
-- ``records``: each request's internal consistency (rates, TTFT within wall, usable flag, chunk
-  times, token counts), start times in order, counts per prompt, run status, request template;
+- ``records``: each request's numbers within their physical ranges (a record outside is no
+  measurement, and every summary leaves it out: :mod:`kit.bench.plausible`), its internal
+  consistency (rates, TTFT within wall, usable flag, chunk times, token counts), start times
+  in order, counts per prompt, run status, request template;
 - ``patches``: the patch manifest is well-formed and names the recipe's series;
 - ``validity``: the verdict recomputed from the report and its host evidence.
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from kit.bench import request_body, summarize_prefill, summarize_prompt
 from kit.bench.load import summarize_point
+from kit.bench.plausible import implausible, plausible
 from kit.errors import BadInputError
 from kit.metrics import add_spec, decode_tps, is_usable, spec_decode_from_counts, wall_tps
 from kit.probe import Readings, build_sampling
@@ -25,6 +26,7 @@ from kit.report.causes import synthetic_check
 from kit.report.files import cut
 from kit.report.schema import Report
 from kit.report.verify.checklist import REL_TOL, CheckItem, check_item, differences, dump
+from kit.report.verify.claims import claims_problems
 
 
 # a table of recomputations, one per part of the report
@@ -95,14 +97,30 @@ def summaries_item(report: Report) -> CheckItem:  # noqa: C901
     problems += differences(report.energy_per_token_j, energy, "energy_per_token_j")
     if energy is not None:
         done.append("energy per token")
-    problems += _synthetic_problems(report, done) + _quality_problems(report, done)
-    records = len(b.records) if b is not None else 0
+    problems += (
+        _synthetic_problems(report, done)
+        + _quality_problems(report, done)
+        + claims_problems(report, done)  # bench.context, bench.soak (kit.bench.claims)
+    )
+    records, left = _records_used(report)
     return check_item(
         "summaries",
         problems,
-        f"{', '.join(done) or 'nothing to recompute'}: recomputed from {records} raw records",
-        "stored figures differ from those recomputed from the raw records",
+        f"{', '.join(done) or 'nothing to recompute'}: recomputed from {records} raw records"
+        + left,
+        "stored figures differ from those recomputed from the raw records" + left,
     )
+
+
+def _records_used(report: Report, most: int = 5) -> tuple[int, str]:
+    """How many raw records there are, and ' (record 3, record 18 left out: ...)': those every
+    summary leaves out, the first ``most`` named (kit.bench.plausible), or ''."""
+    records = report.bench.records if report.bench is not None else []
+    out = [f"record {i}" for i, r in enumerate(records) if not plausible(r)]
+    if not out:
+        return len(records), ""
+    more = f" and {len(out) - most} more" if len(out) > most else ""
+    return len(records), f" ({', '.join(out[:most])}{more} left out: not a plausible measurement)"
 
 
 def _synthetic_problems(report: Report, done: list[str]) -> list[str]:
@@ -227,6 +245,7 @@ def records_item(report: Report) -> CheckItem:
             problems.append(f"{where}: not a prompt and phase of the recipe")
         max_tokens = expected[0] if expected else None
         fraction = bench.usable_fraction if bench is not None else None
+        problems += [f"{where}: {p}" for p in implausible(r)]
         problems += [f"{where}: {p}" for p in _record_problems(r, max_tokens, fraction)]
     problems += _order_problems(b)
     problems += _count_problems(b, limits)
@@ -237,8 +256,8 @@ def records_item(report: Report) -> CheckItem:
     return check_item(
         "records",
         problems,
-        f"{len(b.records)} records consistent: rates, TTFT within wall, usable flags, "
-        "chunk times, token counts, start times in order, counts per prompt",
+        f"{len(b.records)} records consistent: plausible values, rates, TTFT within wall, "
+        "usable flags, chunk times, token counts, start times in order, counts per prompt",
         "raw records are inconsistent",
     )
 

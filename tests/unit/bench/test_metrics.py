@@ -3,7 +3,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from kit.bench.load import percentiles
 from kit.metrics import (
     add_spec,
     decode_tps,
@@ -32,6 +35,31 @@ def test_summarize_edges() -> None:
     assert (one.n, one.mean, one.std, one.cv_pct) == (1, 5.0, None, None)
     none = summarize([])
     assert (none.n, none.mean, none.min) == (0, None, None)
+
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@example([1.8e305, 1e308, -1e300, 5e-324])
+@example([1e308, 1e308])  # a sum beyond a double: fmean's fsum overflows
+@example([1.2e308, 1.2e308, 1.2e308])  # so does the sum of their halves (found at 10x)
+@example([1.7976931348623157e308] * 3)  # and of their thirds
+@example([1.7e308, -1.7e308])  # a standard deviation beyond a double
+@example([1.797693134862316e305 * 1000])  # issue 44's TTFT in ms: inf, which is no statistic
+@given(st.lists(FINITE, max_size=20))
+def test_the_statistics_of_any_numbers_are_finite_or_none_and_never_raise(
+    values: list[float],
+) -> None:
+    s, p = summarize(values), percentiles(values)
+    assert s.n == p.n == len(values)
+    shown = [s.mean, s.std, s.cv_pct, s.min, s.max, p.mean, p.std, p.p50, p.p90, p.p95, p.p99]
+    assert all(v is None or math.isfinite(v) for v in shown)
+    if values and all(map(math.isfinite, values)):  # the mean of finite values fits a double
+        assert s.mean is not None and p.mean is not None and p.p50 is not None
+        assert (s.min, s.max) == (min(values), max(values))
+    else:
+        assert s.mean is None and p.p50 is None
 
 
 def test_tps_definitions() -> None:

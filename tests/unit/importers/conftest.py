@@ -24,13 +24,17 @@ def foreign(fixtures_dir: Path) -> Path:
 
 @pytest.fixture
 def imports(fixtures_dir: Path, tmp_path: Path) -> Imports:
-    """``imports(path, base=None)``: the file imported into ``tmp_path/<name>.yaml`` (base:
-    recipes/cpu-tiny.yaml), the recipe checked by `kit recipe validate`; the import and the
-    recipe as loaded."""
+    """``imports(path, base=None, row=None)``: the file imported into ``tmp_path/<name>.yaml``
+    (base: recipes/cpu-tiny.yaml; ``row``: a BENCHMARKS.md row), the recipe checked by `kit
+    recipe validate`; the import and the recipe as loaded."""
 
-    def _imports(path: Path, base: Path | None = None) -> tuple[ImportedRecipe, Recipe]:
+    def _imports(
+        path: Path, base: Path | None = None, row: str | None = None
+    ) -> tuple[ImportedRecipe, Recipe]:
         out = tmp_path / f"{path.name}.yaml"
-        done = import_file(path, base=base or fixtures_dir / "recipes" / "cpu-tiny.yaml", out=out)
+        done = import_file(
+            path, base=base or fixtures_dir / "recipes" / "cpu-tiny.yaml", out=out, row=row
+        )
         checked = CliRunner().invoke(main, ["recipe", "validate", str(out)])
         assert checked.exit_code == 0, checked.output
         assert checked.stdout.startswith(f"ok: {out} (imported-")

@@ -11,10 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from kit.cli import main
+from kit.errors import BadInputError
 from kit.importers import ImportedRecipe, read_file
 from kit.recipe import Recipe
 from kit.recipe.patterns import ConcurrencyLoad
 from kit.recipe.traffic import RandomDataset
+
+# what kit says of a file it cannot import (kit.errors.BadInputError's hint)
+BAD_INPUT_HINT = f"hint: {BadInputError.default_hint}\n"
 
 Imports = Callable[..., tuple[ImportedRecipe, Recipe]]  # the `imports` fixture
 STEM = "v0.10-qwen3.6-nvfp4-rtx5090-agent-c2_profile_export_aiperf"
@@ -95,5 +99,62 @@ def test_newer_schema_refused(foreign: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert res.stderr == (
         "error: profile_export_aiperf.json: AIPerf schema_version 2.0: kit reads schema 1.x "
-        "(AIPerf 0.x profile_export_aiperf.json)\n"
+        "(AIPerf 0.x profile_export_aiperf.json)\n" + BAD_INPUT_HINT
     )
+
+
+def test_time_bounded_run(foreign: Path, imports: Imports) -> None:
+    """AIPerf 0.11, --benchmark-duration 300: no request count; 2044 completed in it."""
+    done, recipe = imports(
+        foreign / "aiperf" / "v0.11-qwen3-4b-c16-time-bounded_profile_export_aiperf.json"
+    )
+    imp = done.imported
+    (point,) = imp.points
+    assert point.load is not None
+    assert (point.load.requests, point.load.duration_s) == (None, 300.0)
+    assert point.figures.completed == 2044
+    assert imp.warnings == [
+        "concurrency-16: a time-bounded run (the profiling phase ran 300 s, "
+        "--benchmark-duration), not a request count: 2044 requests completed in it, and kit's "
+        "point sends that many"
+    ]
+    assert (
+        "#   - bench.load.requests at concurrency-16: 2044, the requests that completed in the "
+        "file's 300\n#     s (it bounded the point by time, kit bounds it by a count)"
+    ) in done.recipe
+    assert isinstance(recipe.bench.load, ConcurrencyLoad) and recipe.bench.load.requests == 2044
+
+
+def test_sweep_aggregate_csv(foreign: Path, imports: Imports) -> None:
+    """profile_export_aiperf_sweep.csv: 12 concurrency points in one recipe, means only."""
+    done, recipe = imports(
+        foreign / "aiperf" / "v0.11-qwen3-4b-c16-768_profile_export_aiperf_sweep.csv"
+    )
+    imp = done.imported
+    assert imp.layout == "profile_export_aiperf_sweep.csv (sweep aggregate)"
+    assert [p.label for p in imp.points][:3] == [
+        "concurrency-16",
+        "concurrency-32",
+        "concurrency-64",
+    ]
+    assert len(imp.points) == 12
+    f = imp.points[0].figures
+    assert (f.completed, f.output_tps, f.request_throughput, f.duration_s) == (
+        2044,
+        1792.23,
+        6.81,
+        299.94,
+    )
+    assert f.ttft_ms is not None and (f.ttft_ms.mean, f.ttft_ms.median) == (28.74, None)
+    assert f.tpot_ms is not None and f.tpot_ms.mean == 8.78  # inter_token_latency
+    assert f.itl_ms is not None and f.itl_ms.mean == 8.85  # inter_chunk_latency
+    last = imp.points[-1]
+    assert last.label == "concurrency-768" and last.figures.completed == 5097
+    assert (
+        "every point ran about 300 s with a different request count: a time-bounded sweep (the "
+        "file does not state the bound); kit's points send a count of requests "
+        "(bench.load.requests)"
+    ) in imp.warnings
+    load = recipe.bench.load
+    assert isinstance(load, ConcurrencyLoad) and load.levels[0] == 16 and len(load.levels) == 12
+    assert recipe.reference is not None and len(recipe.reference.points) == 12

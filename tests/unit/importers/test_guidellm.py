@@ -112,8 +112,8 @@ def test_v2_constant_rates_on_a_mock_server(foreign: Path, imports: Imports) -> 
         ),
         (
             lambda d: d.pop("metadata"),
-            "a guidellm report without metadata.version (guidellm 0.3 or older): kit reads "
-            "versions 1 and 2",
+            "a guidellm report with neither metadata.version (guidellm 0.4 on) nor the 0.2-0.3 "
+            "layout (benchmarks with args and run_stats)",
         ),
     ],
 )
@@ -128,3 +128,35 @@ def test_other_versions_refused(
     assert res.exit_code == 2
     assert res.stderr.splitlines()[0] == f"error: report.json: {message}"
     assert not (tmp_path / "r.yaml").exists()
+
+
+@pytest.mark.parametrize("suffix", ["json", "yaml"])
+def test_v03_report(foreign: Path, imports: Imports, suffix: str) -> None:
+    """guidellm 0.3's own test asset (a stripped real run), as JSON and as YAML: benchmarks
+    with args, run_stats, worker and request_loader, no metadata."""
+    done, recipe = imports(foreign / "guidellm" / f"v0.3-benchmarks_stripped.{suffix}")
+    imp = done.imported
+    assert imp.layout == f"benchmarks report, guidellm 0.2-0.3 layout ({suffix.upper()})"
+    assert imp.model == "example_model" and imp.hub_repo is None
+    assert imp.workload.random and (imp.workload.input_tokens, imp.workload.output_tokens) == (
+        256,
+        128,
+    )
+    (point,) = imp.points
+    assert point.label == "concurrency-1"  # the synchronous strategy
+    f = point.figures
+    assert (f.requests, f.completed, f.failed) == (47, 46, 0)
+    assert f.output_tps == 198.13346751788123
+    assert f.ttft_ms is not None and f.ttft_ms.p99 == 21.281957626342773
+    assert f.tpot_ms is not None and f.tpot_ms.mean == 4.941609043733832  # its inter_token_latency
+    assert imp.warnings == [
+        "concurrency-1: 1 request records, 47 counted in the figures (the report keeps only a "
+        "sample of the records; its figures are over all of them)",
+        "concurrency-1: a time-bounded benchmark (max_duration 30 s, no request count): 47 "
+        "requests were counted in it, and kit's point sends that many",
+        "concurrency-1: 1 request(s) still running at the end (incomplete) are in the total, not "
+        "in the figures",
+    ]
+    assert imp.notes == ["profile: a sweep of 10 strategies; the file holds 1 benchmark(s)"]
+    assert isinstance(recipe.bench.dataset, RandomDataset)
+    assert recipe.bench.dataset.input_tokens == 256

@@ -66,3 +66,14 @@ def test_individual_responses_give_the_summary_back(foreign: Path, imports: Impo
         assert mine.mean == pytest.approx(theirs.mean)
         assert mine.p99 == pytest.approx(theirs.p99)
     assert recipe.bench.load is None
+
+
+def test_partial_failures_are_said(foreign: Path) -> None:
+    """Lepton 7b: 130 of 150 requests got HTTP 429; the figures are the 20 survivors'."""
+    imp = read_file(foreign / "llmperf" / "leaderboard-lepton-7b_summary.json")
+    (point,) = imp.points
+    assert (point.figures.requests, point.figures.completed, point.figures.failed) == (150, 20, 130)
+    assert imp.warnings[0] == (
+        "concurrency-5: 130 of 150 requests failed (status codes: 429 x130): the figures come "
+        "from the 20 that completed"
+    )

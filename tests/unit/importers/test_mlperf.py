@@ -10,9 +10,13 @@ import pytest
 from click.testing import CliRunner
 
 from kit.cli import main
+from kit.errors import BadInputError
 from kit.importers import ImportedRecipe, read_file
 from kit.recipe import Recipe
 from kit.recipe.patterns import RateLoad
+
+# what kit says of a file it cannot import (kit.errors.BadInputError's hint)
+BAD_INPUT_HINT = f"hint: {BadInputError.default_hint}\n"
 
 Imports = Callable[..., tuple[ImportedRecipe, Recipe]]  # the `imports` fixture
 NVIDIA = "v4.1-nvidia-dgx-h100x8-llama2-70b-99"
@@ -74,8 +78,8 @@ def test_accuracy_summary_refused(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["import", str(path)])
     assert res.exit_code == 2
     assert res.stderr == (
-        "error: mlperf_log_summary.txt: an MLPerf AccuracyOnly summary holds no throughput: "
-        "kit imports PerformanceOnly runs\n"
+        "error: mlperf_log_summary.txt: an MLPerf AccuracyOnly summary (Mode is not "
+        "PerformanceOnly): kit imports the performance runs\n" + BAD_INPUT_HINT
     )
 
 
@@ -84,3 +88,54 @@ def test_invalid_result_warns(foreign: Path, tmp_path: Path) -> None:
     path = tmp_path / "mlperf_log_summary.txt"
     path.write_text(text.replace("Result is : VALID", "Result is : INVALID"))
     assert "LoadGen's result is INVALID, not VALID" in read_file(path).warnings
+
+
+def test_single_stream(foreign: Path, imports: Imports) -> None:
+    """SingleStream labels its throughput "QPS w/ loadgen overhead" (kit said it held none)."""
+    done, recipe = imports(
+        foreign / "mlperf" / "v4.1-nvidia-orin-gptj-99-singlestream_mlperf_log_summary.txt"
+    )
+    imp = done.imported
+    assert imp.layout == "mlperf_log_summary.txt, SingleStream scenario"
+    (point,) = imp.points
+    assert point.label == "concurrency-1"
+    assert point.load is not None and point.load.requests == 13368  # min_query_count
+    f = point.figures
+    assert (f.request_throughput, f.output_tps) == (0.36, None)  # gptj: no token figures
+    assert f.e2e_ms is not None and f.e2e_ms.p90 == pytest.approx(4149.771822)
+    assert "LoadGen's QPS w/o loadgen overhead: 0.36 (kit takes the figure with it)" in imp.notes
+    assert recipe.reference is not None and recipe.reference.points["concurrency-1"]
+
+
+def test_interactive_named_as_such(foreign: Path) -> None:
+    """v5.0 llama2-70b-interactive: LoadGen's Server scenario under TTFT 450 ms / TPOT 40 ms."""
+    imp = read_file(
+        foreign
+        / "mlperf"
+        / "v5.0-nvidia-b200x8-llama2-70b-interactive-99-server_mlperf_log_summary.txt"
+    )
+    assert imp.layout == (
+        "mlperf_log_summary.txt, Server scenario under Interactive latency bounds (TTFT p99 450 "
+        "ms, TPOT p99 40 ms: an Interactive benchmark)"
+    )
+    (point,) = imp.points
+    assert point.label == "rate-220"
+    assert (point.figures.request_throughput, point.figures.output_tps) == (217.93, 59409.25)
+    assert point.figures.tpot_ms is not None
+    assert point.figures.tpot_ms.p99 == pytest.approx(39.122504)
+
+
+def test_summary_without_throughput_is_refused_truly(foreign: Path, tmp_path: Path) -> None:
+    """A PerformanceOnly summary whose throughput lines are gone: the message names them."""
+    text = foreign / "mlperf" / "v4.1-nvidia-orin-gptj-99-singlestream_mlperf_log_summary.txt"
+    path = tmp_path / "mlperf_log_summary.txt"
+    path.write_text(
+        "".join(line for line in text.read_text().splitlines(keepends=True) if "QPS" not in line)
+    )
+    res = CliRunner().invoke(main, ["import", str(path)])
+    assert res.exit_code == 2
+    assert res.stderr.splitlines()[0] == (
+        "error: mlperf_log_summary.txt: an MLPerf SingleStream summary without a throughput "
+        "line kit reads (Samples per second, Completed samples per second, QPS w/ loadgen "
+        "overhead)"
+    )

@@ -73,3 +73,11 @@ def test_several_lines_are_several_points(foreign: Path, tmp_path: Path) -> None
     assert imp.points[1].load is not None and imp.points[1].load.arrival == "poisson"
     assert imp.points[1].figures.output_tps == 300.5
     assert isinstance(RateLoad.label(4.0), str)
+
+
+def test_no_drafting_is_stated(foreign: Path) -> None:
+    """server_info.speculative_algorithm null: SGLang ran no speculative decoding, a fact (not
+    an open pin)."""
+    imp = read_file(foreign / "sglang" / "bench-serving-qwen2.5-3b-agg-c8.jsonl")
+    assert imp.speculative is not None and imp.speculative.drafting is False
+    assert "speculative" not in {p.field for p in imp.open_pins}

@@ -17,6 +17,9 @@ from kit.recipe import Recipe
 from kit.recipe.patterns import ConcurrencyLoad, RateLoad
 from kit.recipe.traffic import RandomDataset
 
+# what kit says of a file it cannot import (kit.errors.BadInputError's hint)
+BAD_INPUT_HINT = f"hint: {BadInputError.default_hint}\n"
+
 Imports = Callable[..., tuple[ImportedRecipe, Recipe]]  # the `imports` fixture
 
 
@@ -114,8 +117,13 @@ def test_lambda_2024_per_request_arrays(foreign: Path, imports: Imports) -> None
     assert pr.output_tokens is not None and pr.output_tokens.mean == pytest.approx(44.2)
     assert pr.ttft_ms is not None and pr.ttft_ms.mean == pytest.approx(44.16175780061167)
     assert imp.warnings == [
+        # Lambda's v0.6 server scheduled 10 steps at a time: its itls hold a gap per ~10 tokens
+        "concurrency-10: ITL is per chunk, not per token: mean ITL 50.3 ms against TPOT 6.02 "
+        "ms, the per-request gaps hold 9.7 tokens each (speculative decoding or multi-step "
+        "scheduling streams several at once); compare it only with a run whose chunks carry as "
+        "many",
         "3 of 10 requests have 0 output tokens and TTFT 0.0 with no error: vLLM counted them "
-        "completed, and their TTFT 0.0 is inside its TTFT figures"
+        "completed, and their TTFT 0.0 is inside its TTFT figures",
     ]
     assert (
         recipe.reference is not None and recipe.reference.points["concurrency-10"].completed == 10
@@ -189,4 +197,70 @@ def test_a_bad_value_names_the_file_and_key(foreign: Path, tmp_path: Path) -> No
     path.write_text(json.dumps(data))
     res = CliRunner().invoke(main, ["import", str(path)])
     assert res.exit_code == 2
-    assert res.stderr == 'error: bad.json: output_throughput: expected a number, not "fast"\n'
+    assert res.stderr == (
+        'error: bad.json: output_throughput: expected a number, not "fast"\n' + BAD_INPUT_HINT
+    )
+
+
+def test_rust_multi_turn_with_speculative_decoding(foreign: Path, imports: Imports) -> None:
+    """vLLM's Rust vllm-bench, multi-turn (no num_prompts or request_rate), with the
+    spec_decode_* keys: 747 drafts of 7 tokens, 3357 accepted."""
+    done, recipe = imports(
+        foreign / "vllm" / "vllm-bench-rust-multiturn-qwen3.8-27b-fp8-spec-c1.json"
+    )
+    imp = done.imported
+    assert (imp.tool, imp.layout) == ("vllm-bench (Rust)", "vllm-bench (Rust) multi-turn result")
+    assert imp.hub_repo == "Qwen/Qwen3.8-27B-FP8"
+    assert imp.reference_only is not None and imp.reference_only.startswith("a multi-turn run")
+    (point,) = imp.points
+    assert point.label == "concurrency-1"
+    f = point.figures
+    assert (f.completed, f.failed) == (8, 0)
+    assert f.output_tps == 72.78380802185274
+    assert f.itl_ms is not None and f.itl_ms.p99 == 99.77151140000001
+    spec = imp.speculative
+    assert spec is not None and spec.drafting and spec.method is None
+    assert spec.num_speculative_tokens == 7  # seven per-position rates
+    assert spec.acceptance is not None
+    assert (spec.acceptance.accepted, spec.acceptance.drafted, spec.acceptance.drafts) == (
+        3357,
+        5229,
+        747,
+    )
+    assert spec.acceptance.accepted_per_position == [645, 559, 500, 462, 429, 395, 367]
+    assert spec.acceptance_length == 5.493975903614458
+    assert imp.warnings == [
+        "concurrency-1: ITL is per chunk, not per token: mean ITL 66.1 ms against TPOT 12.2 ms, "
+        "about 5.4 tokens a chunk (speculative decoding or multi-step scheduling streams several "
+        "at once); compare it only with a run whose chunks carry as many"
+    ]
+    assert imp.notes[-1].startswith("per turn, mean prompt tokens and TTFT: turn 0: 587 in, 722 ms")
+    pins = {p.field: p.reason for p in imp.open_pins}
+    # drafting shown, the method not: never written as none
+    assert pins["speculative.method"] == (
+        "the file shows drafting (7 tokens a step) but not the method"
+    )
+    assert pins["quantization"] == (
+        "not stated (a quantized checkpoint, or none?); its name suggests FP8 weights"
+    )
+    ref = recipe.reference
+    assert ref is not None and ref.acceptance is not None and ref.acceptance.drafts == 747
+    assert ref.open_pins["speculative.method"] == pins["speculative.method"]
+    assert ref.open_pins["quantization"] == pins["quantization"]
+    # cpu-tiny's synthetic draft cannot serve a hub model: none stands in, said as such
+    assert recipe.speculative.method == "none"
+    assert "speculative: none stands in (the file shows drafting, and kit cannot write an" in (
+        " ".join(line.removeprefix("#").strip() for line in done.recipe.splitlines())
+    )
+
+
+def test_speculative_section_from_the_seed_base(
+    foreign: Path, fixtures_dir: Path, imports: Imports
+) -> None:
+    """Over the seed recipe, its dflash2 draft stands in for the file's unnamed method."""
+    _, recipe = imports(
+        foreign / "vllm" / "vllm-bench-rust-multiturn-qwen3.8-27b-fp8-spec-c1.json",
+        base=fixtures_dir / "recipes" / "club3090-qwen3.8-27b-2x3090-dflash2.yaml",
+    )
+    assert (recipe.speculative.method, recipe.speculative.num_speculative_tokens) == ("dflash2", 7)
+    assert recipe.quantization.method == "none"

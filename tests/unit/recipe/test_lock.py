@@ -123,3 +123,54 @@ def test_an_image_digest_without_docker_is_an_environment_problem(
     monkeypatch.setenv("PATH", str(tmp_path))  # no docker CLI on it
     with pytest.raises(EnvironmentProblem, match="no docker CLI to resolve the image's digest"):
         resolve_image("vllm/vllm-openai:v0.28.0")
+
+
+def test_nothing_to_resolve_writes_no_lock(tmp_path: Path, fixtures_dir: Path) -> None:
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_bytes((fixtures_dir / "recipes" / "cpu-tiny.yaml").read_bytes())
+    res = CliRunner().invoke(main, ["lock", str(recipe)])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == ""
+    assert res.stderr == f"nothing to resolve: every pin of {recipe} is exact; no lock written\n"
+    assert not lock_path(recipe).exists()
+
+
+def test_a_lock_the_recipe_outgrew_is_removed_when_nothing_is_left_open(
+    hub: Hub, recipe: Path
+) -> None:
+    assert CliRunner().invoke(main, ["lock", str(recipe)]).exit_code == 0
+    pinned = recipe.read_text().replace("revision: null", f"revision: {'c' * 40}")
+    recipe.write_text(pinned)
+    with pytest.raises(RecipeError) as info:
+        load_recipe(recipe)
+    assert info.value.hint == f"run `kit lock {recipe}` again (or remove {lock_path(recipe).name})"
+    # the hint, followed: nothing is open now, so the old lock goes and none is written
+    res = CliRunner().invoke(main, ["lock", str(recipe)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr == (
+        f"removed {lock_path(recipe)}: it locked an earlier version of the recipe\n"
+        f"nothing to resolve: every pin of {recipe} is exact; no lock written\n"
+    )
+    assert not lock_path(recipe).exists()
+    assert load_recipe(recipe).recipe.model.revision == "c" * 40  # type: ignore[union-attr]
+
+
+def test_a_bad_lock_names_the_recipe_to_lock_again(hub: Hub, recipe: Path) -> None:
+    assert CliRunner().invoke(main, ["lock", str(recipe)]).exit_code == 0
+    lock_path(recipe).write_text('{"kind": "kit.lock"}')
+    with pytest.raises(RecipeError) as info:
+        load_recipe(recipe)
+    assert info.value.hint == f"run `kit lock {recipe}` again to rewrite it"
+
+
+def test_the_no_docker_hint_names_what_works(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker CLI on it
+    with pytest.raises(EnvironmentProblem) as info:
+        resolve_image("vllm/vllm-openai:v0.28.0")
+    assert info.value.hint == (
+        "install Docker; or leave the image open with `kit lock RECIPE --no-image` (a native run "
+        "does not use it), or pin it in the recipe (server.engine.image: NAME:TAG@sha256:...)"
+    )
+    assert "--set" not in info.value.hint  # kit lock has none

@@ -11,6 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kit.cli import main
+from kit.errors import RecipeError
+from kit.recipe import yamlsafe
 
 BLOCK = (
     "speculative.draft.block_size 2 is less than 1 + speculative.num_speculative_tokens (8): a "
@@ -73,7 +75,7 @@ def refused_alike(recipe: str, overrides: list[str], place: str, problem: str) -
     for command in (["recipe", "show"], ["preflight"]):
         res = run(*command, recipe, *sets)
         assert (res.exit_code, res.stdout) == (2, ""), (command, res.output)
-        assert res.stderr == f"error: {place}: {problem}\n", command
+        assert res.stderr == f"error: {place}: {problem}\nhint: {RecipeError.default_hint}\n"
 
 
 @pytest.mark.parametrize(("override", "problem"), SET_CASES, ids=[c[0] for c in SET_CASES])
@@ -142,6 +144,15 @@ def _directory(tmp: Path) -> tuple[str, str]:
     return str(tmp), "not a regular file"
 
 
+# each message's hint (kit.recipe.yamlsafe); the others get RecipeError's own
+HINTS = {
+    "file not found": yamlsafe.MISSING_HINT,
+    "not a regular file": yamlsafe.IRREGULAR_HINT,
+    "2000000 bytes, over": yamlsafe.LARGE_HINT,
+    "cannot read": yamlsafe.UNREADABLE_HINT,
+    "not UTF-8": yamlsafe.UTF8_HINT,
+}
+
 UNREADABLE = {
     "fifo": _fifo,
     "dev-zero": lambda tmp: ("/dev/zero", "not a regular file"),
@@ -159,7 +170,8 @@ def test_a_file_that_cannot_be_read(tmp_path: Path, kind: str) -> None:
     path, message = UNREADABLE[kind](tmp_path)
     res = run("recipe", "validate", path)
     assert (res.exit_code, res.stderr) == (2, f"{path}: {message}\n")
+    hint = next((h for start, h in HINTS.items() if message.startswith(start)), None)
     for command in (["recipe", "show"], ["preflight"], ["sweep", "-o", str(tmp_path / "o")]):
         res = run(*command, path)
         assert (res.exit_code, res.stdout) == (2, ""), (command, res.output)
-        assert res.stderr == f"error: {path}: {message}\n", command
+        assert res.stderr == f"error: {path}: {message}\nhint: {hint or RecipeError.default_hint}\n"

@@ -82,6 +82,13 @@ BAD = [
         ["bench.prompts.0.max_tokens=0"],
         ["{set}: bench.prompts.0.max_tokens: Input should be greater than 0"],
     ),
+    (  # vLLM's AWQ kernels are 4-bit
+        ["quantization.bits=3", "quantization.format=auto_awq"],
+        [
+            "{set}: quantization.bits 3: format auto_awq takes 4 (vLLM's AWQ kernels are 4-bit): "
+            "set bits 4, or format auto_gptq (2, 3, 4 or 8 bits)"
+        ],
+    ),
 ]
 
 
@@ -121,3 +128,48 @@ def test_missing_sections(write: Callable[[str, str], Path]) -> None:
         f"{p}: quantization: required field missing",
         f"{p}: server: required field missing",
     ]
+
+
+def test_awq_at_4_bits_and_gptq_at_3_load(fixtures_dir: Path) -> None:
+    path = fixtures_dir / "recipes/cpu-tiny.yaml"
+    for fmt, bits in (("auto_awq", 4), ("auto_gptq", 3)):
+        q = load_recipe(path, [f"quantization.format={fmt}", f"quantization.bits={bits}"])
+        assert isinstance(q.recipe.quantization, AutoRoundQuantization)
+        assert (q.recipe.quantization.format, q.recipe.quantization.bits) == (fmt, bits)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # the union's tag misspelt: the key it means
+            "model: {osurce: synthetic}",
+            "{p}:4:1: model: needs source; 'osurce' is not a key (did you mean 'source'?)",
+        ),
+        (  # a required field misspelt: the same, beside the unknown key's own line
+            "model: {source: hub, rpeo_id: Qwen/Qwen3-8B, revision: " + "a" * 40 + "}",
+            "{p}: model.repo_id: required field missing; 'rpeo_id' is not a key (did you "
+            "mean 'repo_id'?)",
+        ),
+        (  # nothing near: no guess
+            "model: {}",
+            "{p}:4:1: model: needs source",
+        ),
+    ],
+    ids=["tag", "field", "none"],
+)
+def test_a_missing_required_key_names_the_near_unknown_one(
+    write: Callable[[str, str], Path], text: str, expected: str
+) -> None:
+    p = write(
+        "r.yaml",
+        f"""
+        schema_version: 1
+        name: x
+        {text}
+        quantization: {{method: none}}
+        server: {{engine: {{name: vllm, version: 0.26.0}}}}
+    """,
+    )
+    with pytest.raises(RecipeError) as exc:
+        load_recipe(p)
+    assert exc.value.problems[0] == expected.format(p=p)

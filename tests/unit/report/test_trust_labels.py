@@ -180,3 +180,35 @@ def test_html_page_labels_every_figure_section_and_row(
         if sid in with_figures and rows:
             assert all(cells[0] == label for cells in rows), sid
     assert body_rows(section(page, figured[-1]))  # a table of figures was labelled
+
+
+def test_compare_json_carries_each_sides_trust(tmp_path: Path) -> None:
+    """A script that reads the verdict can see how far each side was checked: here A verified
+    by the key in --keys DIR its signature names, B read only because --allow-unsigned was
+    given."""
+    (tmp_path / "signer.pub").write_bytes((REPORTS / "signer.pub").read_bytes())
+    args = ("report", "compare", SIGNED, UNSIGNED_B, "--keys", tmp_path, "--allow-unsigned")
+    data = json.loads(kit(*args, "--json", "--fail-on", "never").stdout)
+    keyid = json.loads(SIGNED.read_text())["signatures"][0]["keyid"]
+    assert data["trust"] == {
+        "a": {
+            "state": "verified",
+            "trusted": True,
+            "signature_ok": True,
+            "keyid": keyid,
+            "signer": "signer",
+            "allowed_by": None,
+            "label": None,
+        },
+        "b": {
+            "state": "unsigned",
+            "trusted": False,
+            "signature_ok": False,
+            "keyid": None,
+            "signer": None,
+            "allowed_by": "--allow-unsigned",
+            "label": "UNSIGNED",
+        },
+        "verified": False,
+    }
+    assert data["b"].startswith("UNSIGNED ") and not data["a"].startswith("UNTRUSTED")

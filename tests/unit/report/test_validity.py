@@ -272,3 +272,57 @@ def test_a_compile_counts_only_inside_a_measured_request(fixtures_dir: Path) -> 
     [old] = jit(JIT_AT_WARMUP, None)
     assert old.startswith("the engine compiled _prepare_dflash_inputs_kernel while serving")
     assert old.endswith("(warm up at each point's concurrency; the server log has the time)")
+
+
+def test_a_compile_is_placed_by_its_line_where_kit_read_the_logs_size(fixtures_dir: Path) -> None:
+    """Where kit started the server it read the log's size at each measured window's start and
+    end: a compile's line offset in one of those ranges is inside, outside them it is not,
+    whatever its whole logged second overlaps (a compile at the start of the quality probe, in
+    the second the last measured run ended)."""
+    import datetime as dt
+
+    from kit.enginelog import parse_engine_log
+
+    path = fixtures_dir / "results" / "h200-dflash2-2026-12-03" / "int4-dflash2.report.json"
+    run = read_report(path, allow_untrusted=True)[0]
+    assert run.bench is not None and run.server is not None
+    last = [r for r in run.bench.records if r.phase == "measured"][-1]
+    assert last.wall_s is not None
+    end = dt.datetime.fromisoformat(last.started_at) + dt.timedelta(seconds=last.wall_s)
+    line = JIT_AT_WARMUP.replace("12-03 05:43:21", end.strftime("%m-%d %H:%M:%S"))
+
+    def jit(offset: int, spans: list[tuple[int, int]]) -> list[str]:
+        choices = parse_engine_log(line)
+        events = [e.model_copy(update={"offset": offset}) for e in choices.jit_events]
+        update = {"log_utc_offset_s": 0, "jit_events": events, "measured_log_spans": spans}
+        server = run.server.model_copy(update={"engine_choices": choices.model_copy(update=update)})  # type: ignore[union-attr]
+        again = run.model_copy(update={"server": server})
+        reasons = verdict_now(again, again.host, again.gpu_sampling).reasons
+        return [f.message for f in reasons if f.code == "engine-jit-while-serving"]
+
+    # the time alone says inside the last measured run (its end falls in that second)
+    [by_time] = jit(5000, [])
+    assert f"in {last.prompt} measured #{last.index}" in by_time
+    # its line after the last window closed: outside, no warning
+    assert jit(5000, [(100, 2000), (2100, 4000)]) == []
+    # its line inside a window: inside
+    [inside] = jit(3000, [(100, 2000), (2100, 4000)])
+    assert "_prepare_dflash_inputs_kernel at" in inside and "in a measured window" in inside
+
+
+def test_the_log_spans_are_the_logs_size_at_each_window(tmp_path: Path) -> None:
+    from kit.measure import LogSpans
+
+    log = tmp_path / "server.log"
+    log.write_text("boot\n")
+    spans = LogSpans(log)
+    spans.mark("idle")
+    spans.mark("measure_start")
+    log.write_text("boot\nserving\n")
+    spans.mark("measure_end")
+    spans.mark("measure_end")  # a second end without a start adds nothing
+    assert spans.spans == [(5, 13)]
+    spans.mark("measure_start")
+    log.unlink()
+    spans.mark("measure_end")  # a log gone: nothing read, nothing recorded
+    assert spans.spans == [(5, 13)]
