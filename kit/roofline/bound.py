@@ -15,6 +15,7 @@ from kit.bench import BenchResult
 from kit.metrics import SpecDecode
 from kit.roofline.bandwidth import Bandwidth
 from kit.roofline.checkpoint import ModelBytes, model_bytes
+from kit.roofline.model import Pass, StepModel, step_model
 
 FORMULA = (
     "bytes per target pass B = layer tensors (packed int4 qweight + scales + qzeros + "
@@ -45,6 +46,12 @@ class PromptRoofline(KitModel):
     )
     efficiency_pct: float | None = Field(description="measured / bound_tps, percent.")
     plain_efficiency_pct: float | None = Field(description="measured / plain_bound_tps, percent.")
+    step_model: StepModel | None = Field(
+        None,
+        description="The measured step against the step model (kit.roofline.model): the "
+        "per-layer time it implies, the plain step and the speed-up over no draft it predicts; "
+        "None without a measured figure, and in reports written before 2026-12-07.",
+    )
 
 
 class Roofline(KitModel):
@@ -147,7 +154,16 @@ def bound_at(
     b_draft = draft_step_bytes(draft, target, passes, context, tp) if length is not None else 0.0
     step_s = (b_target + b_draft) / bw
     bound = (length or 1.0) / step_s
-    plain = bw / target_pass_bytes(target, context, 1, tp)
+    b_plain = target_pass_bytes(target, context, 1, tp)
+    plain = bw / b_plain
+    model = None
+    if measured_tps:
+        draft_layers = draft.layers * passes if draft is not None and length is not None else 0
+        spec = Pass(target.layers + draft_layers, b_target + b_draft)
+        step_ms = (length or 1.0) / measured_tps * 1000
+        model = step_model(
+            step_ms, length, spec, Pass(target.layers, b_plain), draft_layers, setup.bandwidth_gbps
+        )
     return PromptRoofline(
         prompt=name,
         context_tokens=context,
@@ -160,6 +176,7 @@ def bound_at(
         measured_decode_tps=measured_tps,
         efficiency_pct=measured_tps / bound * 100 if measured_tps else None,
         plain_efficiency_pct=measured_tps / plain * 100 if measured_tps else None,
+        step_model=model,
     )
 
 

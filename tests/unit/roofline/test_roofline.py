@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -281,3 +282,64 @@ def test_the_efficiency_is_of_the_headline(target_dir: Path, fixtures_dir: Path)
         assert p.headline.value != p.decode_tps.mean  # the fixture tells the two apart
         assert row.measured_decode_tps == p.headline.value
         assert row.efficiency_pct == pytest.approx(p.headline.value / row.bound_tps * 100)
+
+
+SWEEP = "h100-acceptance-sweep-2026-12-07"
+
+
+def test_the_step_model_predicts_the_sweeps_speedup(fixtures_dir: Path) -> None:
+    """The 2026-12-07 H100 sweep (signed reports): from the no-draft baseline's step the step
+    model predicts each DFlash2 point's speed-up within 10 %, where the bytes alone fall short
+    by more than 10 %; each report's own step model predicts the baseline's speed within 10 %."""
+    from kit.report.files import read_report
+    from kit.roofline.model import Pass, predicted_speedup, step_model
+    from kit.signing import load_public_key
+
+    key = load_public_key(fixtures_dir / "examples" / "keys" / "h100-2026-12-07.pub")
+
+    def run(name: str) -> tuple[Any, dict[str, Any]]:
+        report = read_report(fixtures_dir / "results" / SWEEP / name / "report.json", key)[0]
+        assert report.bench is not None and report.roofline is not None
+        assert report.host is not None and "H100" in report.host.gpus[0].name
+        return report, {p.prompt: p for p in report.roofline.prompts}
+
+    base, base_roof = run("nodraft")
+    assert base.bench is not None
+    plain_tps = {p.prompt: p.headline.value for p in base.bench.prompts if p.headline}
+    for name in ("acc-0", "seed", "acc-7"):
+        report, roof = run(name)
+        assert report.roofline is not None and report.roofline.draft is not None
+        layers = report.roofline.target.layers
+        draft_layers = report.roofline.draft.layers * report.roofline.draft_passes_per_step
+        for p in report.bench.prompts if report.bench else []:
+            sd, h, r = p.spec_decode, p.headline, roof[p.prompt]
+            assert sd is not None and sd.acceptance_length and h is not None and h.value
+            measured = h.value / plain_tps[p.prompt]
+            plain_step_ms = 1000 / plain_tps[p.prompt]
+            predicted = predicted_speedup(
+                sd.acceptance_length,
+                plain_step_ms,
+                Pass(layers, base_roof[p.prompt].target_pass_bytes_per_gpu),
+                Pass(
+                    layers + draft_layers, r.target_pass_bytes_per_gpu + r.draft_step_bytes_per_gpu
+                ),
+                base.roofline.bandwidth.used_gbps if base.roofline else 0.0,
+            )
+            assert abs(predicted.speedup / measured - 1) < 0.10, (name, p.prompt)
+            assert predicted.bytes_only / measured - 1 < -0.10, (name, p.prompt)
+            # the run's own model (as the roofline of a report written now carries it): the
+            # no-draft speed it predicts from this run alone, against the baseline's
+            bw = report.roofline.bandwidth.used_gbps
+            own = step_model(
+                sd.acceptance_length / h.value * 1000,
+                sd.acceptance_length,
+                Pass(
+                    layers + draft_layers, r.target_pass_bytes_per_gpu + r.draft_step_bytes_per_gpu
+                ),
+                Pass(layers, base_roof[p.prompt].target_pass_bytes_per_gpu),
+                draft_layers,
+                bw,
+            )
+            assert abs(own.predicted_plain_tps / plain_tps[p.prompt] - 1) < 0.10, (name, p.prompt)
+            assert own.predicted_speedup is not None
+            assert abs(own.predicted_speedup / measured - 1) < 0.10, (name, p.prompt)
