@@ -11,7 +11,7 @@ it beside the schemas); docs/noise.md derives the rules.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from kit.noise import FLOOR_PCT, MAX_BAND_PCT, Direction, Status, direction
@@ -119,9 +119,13 @@ class Relative(Rule):
 class Latency(Relative):
     """A latency: the relative rule with an absolute floor, so that a small latency is not
     judged on the clock's jitter. The floor widens the band but never makes it too wide: it is
-    the resolution of the measurement, not its noise."""
+    the resolution of the measurement, not its noise. A latency's runs spread wider than a
+    throughput's (a median of 5 TTFTs: ±26-33 % on the H200 re-run of 2026-12-01, where its
+    decode figures were within ±6.5 %), so its intervals may reach ``max_pct`` = 35 % before
+    the figure is inconclusive; a threefold TTFT is far outside that."""
 
     floor_ms: float = 2.0
+    max_pct: float = 35.0
     name = "latency"
 
     def text(self) -> str:
@@ -238,10 +242,28 @@ class Kind:
     # a load point's figures: the LoadPoint field it is read from and the Percentiles field
     point_field: str | None = None
     point_stat: str | None = None
-    note: str = field(default="", compare=False)
+    # a load point's figures set beside another tool's at the same point (the peers' table,
+    # vLLM's bench agreement): the output rate and the median and p99 of TTFT, TPOT and ITL
+    tools: bool = False
 
     def direction(self, a: float | None, b: float | None) -> Direction | None:
         return direction(delta_pct(a, b))
+
+    # the names the tools' side-by-side tables read a point figure by
+    @property
+    def figure(self) -> str:
+        """The LoadPoint field a point figure is read from ('' for another figure)."""
+        return self.point_field or ""
+
+    @property
+    def stat(self) -> str | None:
+        """The statistic of a point latency (Percentiles' field); None for a throughput."""
+        return self.point_stat
+
+    @property
+    def headline(self) -> bool:
+        """Judged (the reproduction verdict), and deciding a tool's agreement."""
+        return self.judged
 
 
 def _point_latencies() -> list[Kind]:
@@ -277,18 +299,19 @@ def _point_latencies() -> list[Kind]:
                     why,
                     point_field=fld,
                     point_stat=stat,
+                    tools=stat in ("p50", "p99") and fld != "e2e_ms",
                 )
             )
     return out
 
 
 POINT_KINDS: tuple[Kind, ...] = (
-    Kind("output_tps", "output TPS", "tok/s", True, "single", "point", THROUGHPUT, True,
-         point_field="output_tps"),
+    Kind("output_tps", "output tok/s", "tok/s", True, "single", "point", THROUGHPUT, True,
+         point_field="output_tps", tools=True),
     Kind("request_throughput", "req/s", "req/s", True, "single", "point", THROUGHPUT, True,
          point_field="request_throughput"),
-    Kind("total_tps", "total TPS", "tok/s", True, "single", "point", THROUGHPUT, False,
-         "prompt plus output tokens: output TPS and req/s judge the point",
+    Kind("total_tps", "total tok/s", "tok/s", True, "single", "point", THROUGHPUT, False,
+         "prompt plus output tokens: output tok/s and req/s judge the point",
          point_field="total_tps"),
     *_point_latencies(),
 )  # fmt: skip
@@ -331,6 +354,7 @@ KINDS: tuple[Kind, ...] = (
 )  # fmt: skip
 
 BY_KEY: dict[str, Kind] = {k.key: k for k in KINDS}
+TOOL_KINDS: tuple[Kind, ...] = tuple(k for k in POINT_KINDS if k.tools)
 
 
 def kind(key: str) -> Kind:

@@ -9,7 +9,8 @@ With ``metrics`` it also serves vLLM's /metrics counters for what it did: decode
 engine would count it (the paced time), and the API server's time to first token, the paced
 one (``witness_ttft="engine"``) or the delayed one the client saw (``"client"``).
 ``decode_scale`` multiplies the decode time /metrics reports (a server whose counters disagree
-with every stream).
+with every stream). ``ttft_s`` holds every stream that long before its first token (two servers
+that differ only in their time to first token).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Paced:
     metrics: bool = False
     witness_ttft: str = "engine"
     decode_scale: float = 1.0
+    ttft_s: float = 0.0
     counters: dict[str, float] = field(
         default_factory=lambda: {
             "vllm:request_success_total": 0.0,
@@ -80,6 +82,10 @@ def make_paced(cfg: Paced) -> ThreadingHTTPServer:
 
         def do_POST(self) -> None:
             req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path == "/tokenize":  # a token a word, and two for the chat template
+                words = sum(len(m["content"].split()) for m in req.get("messages", []))
+                self._reply(json.dumps({"count": words + 2}).encode())
+                return
             with lock:
                 cfg.posts += 1
                 held = cfg.posts == cfg.hold
@@ -107,6 +113,7 @@ def make_paced(cfg: Paced) -> ThreadingHTTPServer:
                     send(chunk(i))
                     time.sleep(FLOOD_S / n)
             else:
+                time.sleep(cfg.ttft_s)
                 for i in range(n):
                     send(chunk(i))
                     time.sleep(1 / RATE)

@@ -69,15 +69,37 @@ def sign_options(f: F) -> F:
     )(f)
 
 
+FAIL_ON_WORDS = ("different", "worse", "never")
+
+
+def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """different, worse, never, or figure keys of the figure table, comma-separated."""
+    from kit.figures import BY_KEY  # lazy: the CLI imports each command's stages inside it
+
+    if value in FAIL_ON_WORDS:
+        return value
+    keys = [k.strip() for k in value.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in BY_KEY]
+    if not keys or unknown:
+        raise click.BadParameter(
+            f"{', '.join(unknown) or repr(value)}: not {', '.join(FAIL_ON_WORDS)} or a figure "
+            f"key ({', '.join(sorted(BY_KEY))}; docs/figures.md)"
+        )
+    return ",".join(keys)
+
+
 def fail_on_option(f: F) -> F:
     """``--fail-on``: which DIFFERENT verdict exits 4 (kit.report.verdict.verdict_exit)."""
     return click.option(
         "--fail-on",
-        type=click.Choice(["different", "worse", "never"]),
         default="different",
         show_default=True,
+        callback=_fail_on,
+        metavar="different|worse|never|KEY[,KEY...]",
         help="Which DIFFERENT verdict exits 4: any, only one with a worse (slower) or missing "
-        "figure, or none. NOT COMPARABLE exits 1 and INCONCLUSIVE 5 whatever it says.",
+        "figure, none, or only one where a figure of these keys (docs/figures.md: decode_tps, "
+        "ttft_ms, ...) is outside or missing. NOT COMPARABLE exits 1 and INCONCLUSIVE 5 "
+        "whatever it says.",
     )(f)
 
 
@@ -87,6 +109,6 @@ def exit_by_verdict(verdict: Any, fail_on: str) -> None:
 
     from kit.report.verdict import verdict_exit
 
-    code = verdict_exit(verdict, fail_on)  # type: ignore[arg-type]
+    code = verdict_exit(verdict, fail_on)
     if code:
         sys.exit(code)

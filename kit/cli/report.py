@@ -197,9 +197,11 @@ def report_compare(
     as by `kit report verify`: exit 1 on an invalid, untrusted or unsigned one unless allowed
     (then that side's every figure is labelled UNTRUSTED or UNSIGNED).
     With B, the exit code follows the verdict on B as a re-run of A: 0 REPRODUCED, 1 NOT
-    COMPARABLE, 4 DIFFERENT (see --fail-on), 5 INCONCLUSIVE. With --reference RECIPE whose
-    reference has load points (`kit import`), A's points are judged label by label against
-    them, and the exit code follows that verdict the same way.
+    COMPARABLE, 4 DIFFERENT (see --fail-on), 5 INCONCLUSIVE. With --reference RECIPE, every
+    figure the reference states is a row (judged, not measured, or not comparable) and the exit
+    code follows the verdict on A against them; where the reference has load points (`kit
+    import`), A's points are judged label by label too, and a failing points verdict exits the
+    same way.
     """
     from kit.errors import BadInputError
     from kit.report.compare import compare_reports
@@ -233,10 +235,10 @@ def report_compare(
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         click.echo(comparison_text(result, labels))
-    if result.verdict is not None:
-        exit_by_verdict(result.verdict, fail_on)
-    elif result.points is not None:
-        exit_by_verdict(result.points, fail_on)
+    # against a reference: its figures' verdict, then its load points'; the first that fails
+    for verdict in (result.verdict, result.points):
+        if verdict is not None:
+            exit_by_verdict(verdict, fail_on)
 
 
 def comparison_json(result: Any, sides: list[Any], labels: dict[str, str]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from kit.base import FrozenModel
 from kit.errors import BadInputError
+from kit.figures import POINT_KINDS
 from kit.importers import (
     aiperf,
     aiperf_sweep,
@@ -95,8 +96,9 @@ def _usable(path: Path, imported: Imported) -> None:
             f"{path}: all {sent} requests failed: nothing to reproduce",
             hint="import a run whose requests completed",
         )
-    figures = ("output_tps", "request_throughput", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-    if not any(getattr(p.figures, f) is not None for p in points for f in figures):
+    # the fields a published point can hold a figure of the table in (kit.figures)
+    figures = {k.figure for k in POINT_KINDS}
+    if not any(getattr(p.figures, f, None) is not None for p in points for f in figures):
         raise BadInputError(f"{path}: no throughput or latency figure: nothing to compare with")
 
 

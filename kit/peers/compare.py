@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 from kit.bench.load import LoadPoint, Percentiles
 from kit.importers import Imported, ImportedPoint, read_file
@@ -62,7 +63,7 @@ def compare_figures(
     out = []
     for spec in FIGURES:
         theirs = _theirs(spec, point)
-        d = definitions.get(spec.figure)
+        d = definitions.get(cast(PointFigure, spec.figure))
         mine = spec.figure if d is None else d.kit
         if mine is None or kit is None:
             ours, named = None, None

@@ -8,12 +8,12 @@ a default does not change it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
 
 from kit.base import FrozenModel
+from kit.figures import TOOL_KINDS, Kind
 from kit.recipe import PeerName
 
 VERSION = 1
@@ -21,29 +21,9 @@ TOLERANCE_PCT = 5.0
 Statistic = Literal["p50", "p99"]
 
 
-@dataclass(frozen=True)
-class FigureSpec:
-    """One figure of the side-by-side table: its key, title and unit, the figure of a point
-    it is read from (kit's name: ``output_tps``, ``ttft_ms``, ...), the statistic of a
-    latency (None: a throughput), and whether it decides agreement (``headline``)."""
-
-    key: str
-    title: str
-    unit: str
-    figure: Literal["output_tps", "ttft_ms", "tpot_ms", "itl_ms"]
-    stat: Statistic | None
-    headline: bool
-
-
-FIGURES: tuple[FigureSpec, ...] = (
-    FigureSpec("output_tps", "output tok/s", "tok/s", "output_tps", None, True),
-    FigureSpec("ttft_p50", "TTFT p50", "ms", "ttft_ms", "p50", True),
-    FigureSpec("ttft_p99", "TTFT p99", "ms", "ttft_ms", "p99", False),
-    FigureSpec("tpot_p50", "TPOT p50", "ms", "tpot_ms", "p50", True),
-    FigureSpec("tpot_p99", "TPOT p99", "ms", "tpot_ms", "p99", False),
-    FigureSpec("itl_p50", "ITL p50", "ms", "itl_ms", "p50", True),
-    FigureSpec("itl_p99", "ITL p99", "ms", "itl_ms", "p99", False),
-)
+# the figures of a point set beside each tool's: the figure table's (kit.figures.TOOL_KINDS)
+FigureSpec = Kind
+FIGURES: tuple[Kind, ...] = TOOL_KINDS
 RULE = (
     f"a figure agrees when kit's is within ±{TOLERANCE_PCT:g} % of the tool's ((kit - tool) / "
     "tool); a point agrees when output tok/s and the medians of TTFT, TPOT and ITL that both "

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from kit.figures import POINT_KINDS
 from kit.recipe.base import RecipeModel
 
 # a reference point's figures a run's load point can be compared on, and kit's figures of a
@@ -14,7 +15,7 @@ from kit.recipe.base import RecipeModel
 PointFigure = Literal[
     "request_throughput", "output_tps", "total_tps", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"
 ]
-THROUGHPUTS = frozenset({"request_throughput", "output_tps", "total_tps"})
+THROUGHPUTS = frozenset(k.figure for k in POINT_KINDS if k.point_stat is None)
 KitFigure = Literal[
     "request_throughput",
     "output_tps",

@@ -1,15 +1,16 @@
-"""Two reports' figures side by side, each judged by the one noise rule (:mod:`kit.noise`)."""
+"""Two reports' figures side by side, each judged by the rule of its kind (:mod:`kit.figures`:
+throughput, latency, counters, tolerance, a ladder's step, a threshold)."""
 
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 from pydantic import Field
 
 from kit.base import FrozenModel
+from kit.figures import BandFrom, Reading
 from kit.metrics import finite
-from kit.noise import Direction, Status, band, direction, judged
+from kit.noise import Direction, Status, direction
 from kit.report.figures import Figure, figures
 from kit.report.schema import Report
 
@@ -25,10 +26,14 @@ class MetricDelta(FrozenModel):
     delta: float | None = Field(description="b - a.")
     delta_pct: float | None = Field(description="(b - a) / a in percent.")
     band_pct: float | None = Field(
-        None, description="Noise band of the delta in percent of A (kit.noise); None: unknown."
+        None,
+        description="The band of the delta in percent of A (its kind's rule, kit.figures); "
+        "None: unknown, or a threshold figure (no band: kept to a limit).",
     )
-    band_from: Literal["intervals", "floor"] | None = Field(
-        None, description="What set the band: the two intervals, or the floor."
+    band_from: BandFrom | None = Field(
+        None,
+        description="What set the band: the two intervals, the floor, the counters' standard "
+        "errors, a stated tolerance, a threshold or an exact step.",
     )
     status: Status | None = Field(
         None,
@@ -39,7 +44,13 @@ class MetricDelta(FrozenModel):
     better: bool | None = Field(
         None, description="Outside the band and an improvement (None: within or unknown)."
     )
-    headline: bool = Field(False, description="A headline figure: the reproduction judges it.")
+    headline: bool = Field(False, description="A judged figure: the reproduction judges it.")
+    key: str | None = Field(None, description="Its row of the figure table (kit.figures).")
+    note: str | None = Field(
+        None,
+        description="Why a published figure is not judged: not measured by this run, or not "
+        "comparable (and why); None where it is.",
+    )
 
 
 def delta(
@@ -65,32 +76,43 @@ def delta(
     )
 
 
-def figure_delta(x: Figure, y: Figure) -> MetricDelta:
-    """Two reports' values of one figure, judged by the one noise rule. Where both have it but
-    the difference has no percentage (A's is 0, or the numbers are beyond a double) or the band
-    is infinite (an interval beyond any percentage of its value), it is inconclusive."""
-    base = delta(x.name, x.unit, x.value, y.value, x.higher_is_better)
-    if base.delta_pct is None:
-        both = x.value is not None and y.value is not None
-        return base.model_copy(
-            update={"headline": x.headline} | ({"status": "inconclusive"} if both else {})
-        )
-    b = band(x.half_width_pct, y.half_width_pct)
-    status = judged(base.delta_pct, b)
-    if not math.isfinite(b.pct):
-        return base.model_copy(update={"status": status, "headline": x.headline})
+def figure_delta(
+    x: Figure, y: Figure, a: Reading | None = None, b: Reading | None = None
+) -> MetricDelta:
+    """Two values of one figure, judged by the rule of its kind; ``a`` and ``b`` stand in for
+    the two figures' readings (a published mean, a run's mean). Where both are known but the
+    rule cannot judge them (A's 0 for a percentage, a band beyond any percentage, a band wider
+    than its maximum) it is inconclusive."""
+    ra, rb = a or x.reading(), b or y.reading()
+    base = delta(x.name, x.unit, ra.value, rb.value, x.higher_is_better)
+    j = x.kind.rule.judge(ra, rb)
+    both = ra.value is not None and rb.value is not None
+    status: Status | None = j.status if j.status is not None or not both else "inconclusive"
+    relative = j.band_from in ("intervals", "floor")
+    if relative and j.band_pct is not None and not math.isfinite(j.band_pct) and both:
+        status = "inconclusive"  # a band beyond any percentage: nothing to judge against
+    diff = base.delta
     better = None
-    if status == "outside":
-        better = (base.delta_pct > 0) == x.higher_is_better
+    if status == "outside" and diff is not None:
+        better = (diff > 0) == x.higher_is_better
+    finite_band = j.band_pct if j.band_pct is not None and math.isfinite(j.band_pct) else None
     return base.model_copy(
         update={
-            "band_pct": b.pct,
-            "band_from": b.source,
+            "band_pct": finite_band,
+            "band_from": j.band_from if both else None,
             "status": status,
             "better": better,
             "headline": x.headline,
+            "key": x.kind.key,
+            "direction": _way(diff),
         }
     )
+
+
+def _way(diff: float | None) -> Direction | None:
+    if diff is None:
+        return None
+    return "higher" if diff > 0 else "lower" if diff < 0 else "same"
 
 
 def figure_deltas(a: Report, b: Report) -> tuple[list[MetricDelta], list[str]]:

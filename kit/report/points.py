@@ -2,52 +2,38 @@
 ``reference.points``, as ``kit import`` writes them), label by label: each figure both have,
 its delta and band, and a verdict per point and overall.
 
-The band is kit's one rule (:func:`kit.noise.band`), the reference adding nothing (a published
-figure has no interval): ``max(3 %, h)``, ``h`` the half-width of the run point's own 95 %
-interval of the figure (a mean's 1.96 standard errors; a median's or percentile's order
-statistics over the point's requests; none for a throughput, one reading a point). The
-headline figures judged, as kit's peer check (:mod:`kit.vllm_bench.points`) judges them:
-output tok/s and the medians of TTFT, TPOT and ITL. docs/import.md says why.
+Which figures a point has, how each is banded and which are judged is the figure table's
+(:data:`kit.figures.POINT_KINDS`, docs/figures.md): the throughputs by the relative rule, the
+latencies with an absolute floor; a published figure has no interval, so its band is the run
+point's own 95 % interval (a mean's 1.96 standard errors; a percentile's order statistics over
+the point's requests; none for a throughput, one reading a point) plus its rounding.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 from pydantic import Field
 
 from kit.base import FrozenModel
 from kit.bench.load import LoadPoint, Percentiles
 from kit.bench.load.summary import completed, latencies_ms
-from kit.noise import FLOOR_PCT, MAX_BAND_PCT, mean_interval, quantile_interval
+from kit.figures import POINT_KINDS, Kind, Reading
+from kit.noise import FLOOR_PCT, MAX_BAND_PCT
 from kit.recipe import Reference
-from kit.recipe.figures import LatencyFigures, PointFigure
+from kit.recipe.figures import PointFigure
 from kit.report.deltas import MetricDelta, figure_delta
-from kit.report.figures import Figure
+from kit.report.figures import Figure, point_interval_pct
 from kit.report.schema import Report
 from kit.report.verdict import Verdict, num, unjudgeable
 
-THROUGHPUTS: tuple[tuple[PointFigure, str, str], ...] = (
-    ("output_tps", "output tok/s", "tok/s"),
-    ("request_throughput", "req/s", "req/s"),
-    ("total_tps", "total tok/s", "tok/s"),
-)
-LATENCIES: tuple[tuple[PointFigure, str], ...] = (
-    ("ttft_ms", "TTFT"),
-    ("tpot_ms", "TPOT"),
-    ("itl_ms", "ITL"),
-    ("e2e_ms", "E2E"),
-)
-# (LatencyFigures' statistic, Percentiles' field, its quantile; None: the mean)
-STATISTICS: tuple[tuple[str, str, float | None], ...] = (
-    ("mean", "mean", None),
-    ("median", "p50", 0.5),
-    ("p90", "p90", 0.9),
-    ("p99", "p99", 0.99),
-)
+# the published statistic of a latency (kit.recipe.figures.LatencyFigures) for each of the
+# table's: its median is the table's p50
+_PUBLISHED_STAT = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
 UNBOUNDED = {"status": "inconclusive", "band_pct": None, "band_from": None}
-HEADLINE = frozenset({"output tok/s", "TTFT median", "TPOT median", "ITL median"})
 BAND_RULE = (
-    f"band = max({FLOOR_PCT:g} %, this run's 95 % interval of the figure at the point), the "
-    "reference's figures carrying none (kit.noise); * a headline figure, judged"
+    "each figure by the rule of its kind (docs/figures.md): the run point's 95 % interval of "
+    "it, the reference's rounding added (a published figure has none); * a judged figure"
 )
 
 
@@ -151,24 +137,21 @@ def _unjudged(m: MetricDelta) -> str:
     return "this run cannot be judged"
 
 
-def _half_pct(interval: tuple[float, float] | None, value: float | None) -> float | None:
-    if interval is None or not value:
-        return None
-    return (interval[1] - interval[0]) / 2 / abs(value) * 100
+def rounding(value: float) -> float:
+    """Half a unit of a published figure's last digit (120.08: 0.005; 168: 0.5)."""
+    text = repr(float(value))
+    if "e" in text or "." not in text:
+        return 0.5
+    decimals = len(text.split(".")[1].rstrip("0"))
+    return 0.5 * 10.0**-decimals
 
 
-def _judged(
-    kind: tuple[str, str, bool], ref: float, run: float | None, half: float | None, void: bool
-) -> MetricDelta:
-    """A reference figure against the run's, by the one rule; ``kind`` is the figure's name,
-    unit and whether up is better; ``void``: the run cannot be judged (INVALID or incomplete),
-    so no figure is within or outside."""
-    name, unit, up = kind
-    headline = name in HEADLINE
-    m = figure_delta(
-        Figure(name, unit, up, ref, None, headline), Figure(name, unit, up, run, half, headline)
-    )
-    if void and m.delta_pct is not None:
+def _judged(k: Kind, ref: float, run: float | None, half: float | None, void: bool) -> MetricDelta:
+    """A reference figure against the run's, by the rule of its kind; ``void``: the run cannot
+    be judged (INVALID or incomplete), so no figure is within or outside."""
+    theirs, mine = Figure(k, "", ref), Figure(k, "", run, half)
+    m = figure_delta(theirs, mine, Reading(ref, rounding=rounding(ref)), mine.reading())
+    if void and m.b is not None:
         return m.model_copy(update={"status": "inconclusive", "better": None})
     if m.delta_pct is None and run is not None:  # a reference figure of 0: no percentage
         return m.model_copy(update=UNBOUNDED)
@@ -181,60 +164,50 @@ def _kit_name(ref: Reference, figure: PointFigure) -> str | None:
     return figure if d is None else d.kit
 
 
-def _interval(pct: Percentiles, values: list[float], q: float | None) -> tuple[float, float] | None:
-    """The run point's 95 % interval of a statistic: its mean (q None), or its q-quantile."""
-    if q is not None:
-        return quantile_interval(values, q)
-    return mean_interval(pct.mean, pct.std, pct.n) if pct.mean is not None else None
-
-
 def _check(ref: Reference, label: str, report: Report, point: LoadPoint, void: bool) -> PointCheck:
     """The reference's point ``label`` against the run's ``point``."""
     theirs = ref.points[label]
     records = report.bench.records if report.bench else []
     values = latencies_ms(completed(records, point.label))
     figures: list[MetricDelta] = []
-    unlike: list[str] = []
-    for field, name, unit in THROUGHPUTS:
+    unlike: dict[str, str] = {}
+    for k in POINT_KINDS:
+        field = cast(PointFigure, k.point_field)
         published = getattr(theirs, field)
+        if k.point_stat is not None and published is not None:
+            published = getattr(published, _PUBLISHED_STAT[k.point_stat])
         if published is None:
             continue
         mine = _kit_name(ref, field)
+        title = k.title.split(" ")[0] if k.point_stat else k.title
         if mine is None:
-            unlike.append(f"{name}: {ref.definitions[field].text}")
+            unlike.setdefault(title, f"{title}: {ref.definitions[field].text}")
             continue
-        tps: float | None = getattr(point, mine, None)
-        figures.append(_judged((name, unit, True), published, tps, None, void))
-    for field, name in LATENCIES:
-        lat: LatencyFigures | None = getattr(theirs, field)
-        if lat is None:
+        if k.point_stat is None:
+            tps: float | None = getattr(point, mine, None)
+            figures.append(_judged(k, published, tps, None, void))
             continue
-        mine = _kit_name(ref, field)
-        pct = getattr(point, mine, None) if mine is not None else None
+        pct = getattr(point, mine, None)
         if not isinstance(pct, Percentiles):
             d = ref.definitions.get(field)
             why = d.text if d is not None else f"kit's points have no {field}"
-            if mine is not None:
-                why += f"; this run's points have no {mine} (written before kit kept it)"
-            unlike.append(f"{name}: {why}")
+            why += f"; this run's points have no {mine} (written before kit kept it)"
+            unlike.setdefault(title, f"{title}: {why}")
             continue
-        assert mine is not None
-        ordered = sorted(values.get(mine, []))
-        for stat, key, q in STATISTICS:
-            published = getattr(lat, stat)
-            if published is None:
-                continue
-            value: float | None = getattr(pct, key)
-            interval = _interval(pct, ordered, q)
-            kind = (f"{name} {stat}", "ms", False)
-            m = _judged(kind, published, value, _half_pct(interval, value), void)
-            if interval is None and q is not None and m.status in ("within", "outside"):
-                # a percentile the point's requests cannot bound: no band, no judgement
-                m = m.model_copy(update={**UNBOUNDED, "better": None})
-            figures.append(m)
+        value: float | None = getattr(pct, k.point_stat)
+        half = point_interval_pct(k, value, values.get(mine, []), pct.std, pct.n)
+        m = _judged(k, published, value, half, void)
+        if half is None and k.point_stat != "mean" and m.status in ("within", "outside"):
+            # a percentile the point's requests cannot bound: no band, no judgement
+            m = m.model_copy(update={**UNBOUNDED, "better": None})
+        figures.append(m)
     verdict, summary = _point_verdict(figures)
     return PointCheck(
-        label=label, verdict=verdict, summary=summary, figures=figures, not_comparable=unlike
+        label=label,
+        verdict=verdict,
+        summary=summary,
+        figures=figures,
+        not_comparable=list(unlike.values()),
     )
 
 
@@ -267,7 +240,7 @@ def _point_verdict(figures: list[MetricDelta]) -> tuple[Verdict, str]:
 
 def _definitions(ref: Reference) -> list[str]:
     """A line for each reference figure compared with another of kit's, or with none."""
-    names = {f: n for f, n, _ in THROUGHPUTS} | dict(LATENCIES)
+    names = {k.point_field: k.title.split(" ")[0] if k.point_stat else k.title for k in POINT_KINDS}
     out = []
     for figure, d in ref.definitions.items():
         if d.kit is None:

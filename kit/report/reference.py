@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import BadInputError
+from kit.figures import Reading, kind
+from kit.metrics import SpecDecode
 from kit.recipe import Reference, load_recipe, shown_recipe_sha256
 from kit.report.comparability import (
     REFUSING,
@@ -18,11 +20,14 @@ from kit.report.comparability import (
     section_diff,
 )
 from kit.report.compare import Comparison, MetricDelta, delta, label
+from kit.report.deltas import figure_delta
 from kit.report.describe import rig
-from kit.report.figures import PEAK_VRAM, Figure, figures
+from kit.report.figures import Figure, acceptance_figures, figures
 from kit.report.plausible import reference_plausibility
-from kit.report.points import compare_points
+from kit.report.points import compare_points, rounding
+from kit.report.reproduction import Reproduction, figure_check
 from kit.report.schema import Report
+from kit.report.verdict import num, unjudgeable
 
 
 def _pins_from(recipe: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
@@ -81,63 +86,209 @@ def compare_with_reference(
         f"this run: {run_rig.cell if run_rig else 'unknown (no host probe)'}",
         f"engine: the reference used {ref.engine or 'an engine not stated'}; "
         f"this run: {engine_key(report)}",
-        "noise bands are unknown: published figures carry no standard deviations"
-        + (" (the load points: this run's intervals, see below)" if ref.points else ""),
+        "a published figure carries no interval: its band is this run's, plus its rounding (the "
+        "rule of its kind, docs/figures.md)",
     ]
     if shown_recipe_sha256(loaded.recipe) == report.recipe_sha256:
         warnings.append("this run used this recipe exactly (same sha256)")
     if not report.validity.valid:
         warnings.append("this run is not valid (see its validity verdict)")
-    metrics = _reference_deltas(ref, figures(report))
+    metrics = reference_rows(ref, report)
+    source = f"reference: {ref.source}" + (f" ({ref.date})" if ref.date else "")
     return Comparison(
-        a=f"reference: {ref.source}" + (f" ({ref.date})" if ref.date else ""),
+        a=source,
         b=label(report),
         reference=True,
         forced=force and any(d.refuses for d in diffs),
         differences=diffs,
         warnings=warnings,
         metrics=metrics,
+        # a reference of load points alone is judged by them (points)
+        verdict=reference_verdict(metrics, report, source) if metrics else None,
         points=compare_points(report, ref) if ref.points else None,
         plausibility=reference_plausibility(ref, recipe, [report]),
     )
 
 
-def _reference_deltas(ref: Reference, figs: list[Figure]) -> list[MetricDelta]:
-    """The reference's published figures against the run's (kit.report.figures), mean for
-    mean: published figures are the Club-3090 means."""
-    run = {f.name: f.mean for f in figs}
+def _published(
+    key: str, value: float | None, label: str = "", se: float | None = None
+) -> tuple[Figure, Reading] | None:
+    """A published figure: its row, and its reading (its rounding, no interval)."""
+    if value is None:
+        return None
+    figure = Figure(kind(key), label, value)
+    return figure, Reading(value, se=se, rounding=rounding(value))
 
-    def against(name: str, unit: str, published: float | None, up: bool = True) -> MetricDelta:
-        return delta(name, unit, published, run.get(name), up)
 
-    out: list[MetricDelta] = []
-    for name, fig in ref.prompts.items():
-        out.append(against(f"{name} decode TPS", "tok/s", fig.decode_tps))
-        out.append(against(f"{name} wall TPS", "tok/s", fig.wall_tps))
-        out.append(against(f"{name} TTFT", "ms", fig.ttft_ms, False))
-    for depth, tps in sorted(ref.prefill_tps.items()):
-        out.append(against(f"prefill {depth}", "tok/s", tps))
-    if ref.acceptance is not None:
-        acc = ref.acceptance
-        out.append(
-            against(
-                "acceptance rate", "%", acc.accepted / acc.drafted * 100 if acc.drafted else None
-            )
-        )
-        out.append(
-            against(
-                "acceptance length", "tokens", 1 + acc.accepted / acc.drafts if acc.drafts else None
-            )
-        )
-    if ref.peak_vram_mib is not None:
-        cards = [f.mean for f in figs if f.name.startswith(PEAK_VRAM) and f.mean is not None]
-        out.append(
-            delta(
-                "peak VRAM (highest card)",
-                "MiB",
-                ref.peak_vram_mib,
-                max(cards, default=None),
-                False,
-            )
-        )
+def _acceptance(ref: Reference, run: dict[str, Figure]) -> list[tuple[Figure, Reading] | None]:
+    """The published counters' figures: with the per-position counts their own standard error,
+    else the run's (a published total alone says nothing of its spread)."""
+    acc = ref.acceptance
+    if acc is None or not acc.drafts or not acc.drafted:
+        return []
+    counts = SpecDecode.model_validate(
+        {
+            "drafts": acc.drafts,
+            "draft_tokens": acc.drafted,
+            "accepted_tokens": acc.accepted,
+            "acceptance_rate": acc.accepted / acc.drafted,
+            "acceptance_length": 1 + acc.accepted / acc.drafts,
+            "accepted_per_draft": acc.accepted / acc.drafts,
+            "per_position_rate": [],
+            "per_position_accepted": list(acc.accepted_per_position or []),
+        }
+    )
+    out: list[tuple[Figure, Reading] | None] = []
+    for f in acceptance_figures(counts):
+        mine = run.get(f.name)
+        se = f.se if f.se is not None else (mine.se if mine is not None else None)
+        out.append((f, Reading(f.value, se=se)))
     return out
+
+
+def _soak_limit(report: Report) -> float | None:
+    return report.soak.settings.max_memory_growth_mib if report.soak is not None else None
+
+
+def reference_rows(ref: Reference, report: Report) -> list[MetricDelta]:
+    """A row for every figure the reference states: judged against the run's by the rule of its
+    kind (a published figure's band is the run's, plus its rounding), or why not: not measured
+    by this run, or not comparable."""
+    figs = figures(report)
+    run = {f.name: f for f in figs}
+    published: list[tuple[Figure, Reading] | None] = []
+    for name, fig in ref.prompts.items():
+        published.append(_published("decode_tps", fig.decode_tps, name))
+        published.append(_published("wall_tps", fig.wall_tps, name))
+        published.append(_published("ttft_ms", fig.ttft_ms, name))
+    for depth, tps in sorted(ref.prefill_tps.items()):
+        published.append(_published("prefill_tps", tps, str(depth)))
+    published += _acceptance(ref, run)
+    published.append(_published("kv_cache_tokens", ref.kv_cache_tokens))
+    published.append(_published("draft_memory_mib", ref.draft_memory_mib))
+    published.append(_published("context_max_tokens", ref.max_context_tokens))
+    growth = _published("soak_memory_growth_mib", ref.vram_growth_mib)
+    if growth is not None:
+        g, r = growth
+        growth = g, Reading(r.value, limit=_soak_limit(report))
+    published.append(growth)
+    out: list[MetricDelta] = []
+    for item in published:
+        if item is None:
+            continue
+        theirs, reading = item
+        out.append(_row(theirs, reading, run.get(theirs.name), report))
+    if ref.peak_vram_mib is not None:
+        cards = [f for f in figs if f.kind.key == "peak_vram_mib" and f.value is not None]
+        top = max(cards, key=lambda f: f.value or 0.0, default=None)
+        theirs = Figure(kind("peak_vram_mib"), "", ref.peak_vram_mib)
+        pub = Reading(ref.peak_vram_mib, rounding=rounding(ref.peak_vram_mib))
+        row = _row(theirs, pub, top, report)
+        out.append(row.model_copy(update={"metric": "peak VRAM (highest card)"}))
+    return out
+
+
+def _row(theirs: Figure, published: Reading, mine: Figure | None, report: Report) -> MetricDelta:
+    why = not_comparable(theirs, report)
+    if why is not None:
+        base = delta(theirs.name, theirs.unit, published.value, None, theirs.higher_is_better)
+        return base.model_copy(update={"key": theirs.kind.key, "note": f"not comparable: {why}"})
+    if mine is None:
+        base = delta(theirs.name, theirs.unit, published.value, None, theirs.higher_is_better)
+        note = "not measured by this run"
+        return base.model_copy(update={"key": theirs.kind.key, "note": note, "headline": True})
+    reading = mine.reading(of_mean=theirs.kind.source in ("prompt", "prefill"))
+    if reading.limit is None and published.limit is not None:
+        reading = Reading(reading.value, reading.half_width_pct, reading.se, limit=published.limit)
+    return figure_delta(theirs, mine, published, reading)
+
+
+def not_comparable(theirs: Figure, report: Report) -> str | None:
+    """Why a published figure cannot be set against this run (None: it can)."""
+    key = theirs.kind.key
+    served = report.recipe.get("server", {}).get("max_model_len")
+    if (
+        key == "context_max_tokens"
+        and isinstance(served, int)
+        and theirs.value
+        and served < theirs.value
+    ):
+        return (
+            f"this run serves {served} tokens (server.max_model_len), the reference "
+            f"{theirs.value:.0f}"
+        )
+    draft = (report.recipe.get("speculative") or {}).get("draft") or {}
+    if key == "draft_memory_mib" and draft.get("source") != "hub":
+        return "this run's draft is not the reference's checkpoint"
+    return None
+
+
+def reference_verdict(rows: list[MetricDelta], report: Report, source: str) -> Reproduction:
+    """This run against the reference's published figures: REPRODUCED when every judged figure
+    the reference states is within its band, DIFFERENT naming each outside or not measured,
+    INCONCLUSIVE where none is outside but some cannot be judged, NOT COMPARABLE without any."""
+    void = unjudgeable(report, "this run")
+    judged = [
+        m
+        for m in rows
+        if m.headline and (m.note is None or (m.b is None and "not measured" in m.note))
+    ]
+    checks = [figure_check(m, bool(void)) for m in judged]
+    common = {
+        "original_run_id": "reference",
+        "original_sha256": None,
+        "original_recipe": source,
+        "variation": False,
+        "overrides": [],
+        "figures": checks,
+        "notes": [f"{m.metric}: {m.note}" for m in rows if m.note and m not in judged],
+    }
+    if not checks:
+        none = "the reference states no figure this run can be judged on"
+        return Reproduction(
+            verdict="NOT COMPARABLE",
+            summary=f"NOT COMPARABLE: {none}",
+            differing=[],
+            causes=[],
+            not_comparable=[none],
+            **common,
+        )
+    outside = [c for c in checks if c.status == "outside"]
+    missing = [c for c in checks if c.new is None]
+    unsure = [c for c in checks if c.status == "inconclusive"]
+    if outside or missing:
+        named = ", ".join(c.metric for c in outside + missing)
+        return Reproduction(
+            verdict="DIFFERENT",
+            summary=f"DIFFERENT from the reference: {len(outside) + len(missing)} of "
+            f"{len(checks)} judged figures outside their bands or not measured ({named})",
+            differing=[
+                f"{c.metric}: {num(c.original)} -> {num(c.new)} {c.unit} ({c.direction}, "
+                f"{'better' if c.better else 'worse'}; {c.band_text()})"
+                for c in outside
+            ]
+            + [f"{c.metric}: not measured by this run" for c in missing],
+            causes=["the reference's rig and engine are its own: see the warnings above"],
+            not_comparable=[],
+            inconclusive=void,
+            **common,
+        )
+    if unsure or void:
+        why = void + [f"{c.metric}: cannot be judged" for c in unsure]
+        return Reproduction(
+            verdict="INCONCLUSIVE",
+            summary="INCONCLUSIVE against the reference: " + "; ".join(why),
+            differing=[],
+            causes=[],
+            not_comparable=[],
+            inconclusive=why,
+            **common,
+        )
+    return Reproduction(
+        verdict="REPRODUCED",
+        summary=f"REPRODUCED the reference: all {len(checks)} judged figures within their bands",
+        differing=[],
+        causes=[],
+        not_comparable=[],
+        **common,
+    )

@@ -24,10 +24,15 @@ threads). Another checkpoint does not make the runs NOT COMPARABLE: it is named 
 line ("REPRODUCED: ...; on another checkpoint: sha256 X vs Y") and listed first among the likely
 causes of a DIFFERENT or INCONCLUSIVE verdict (docs/checkpoint.md says why).
 
-Headline figures are each prompt's decode tokens/s, the prefill tokens/s at each depth, and
-each load point's output tokens/s (:mod:`kit.report.figures`), each a median with its interval
-where it has runs. The band of a figure is the one rule of :mod:`kit.noise`, the same that
-``kit report compare`` tabulates: ``max(3 %, sqrt(ha² + hb²))``.
+The judged figures are every figure of the original that the figure table marks judged
+(:mod:`kit.figures`, docs/figures.md): each prompt's decode and wall TPS and TTFT, each prefill
+depth, each load point's throughputs and median latencies, the acceptance counters, peak memory
+per card, KV-cache capacity, the draft's memory, J/token, the largest context served and the
+soak's claims. Each is judged by the rule of its kind (throughput: ``max(3 %, sqrt(ha² + hb²))``;
+latency: the same with an absolute floor; counters: their standard errors; memory and energy: a
+stated tolerance; the context: the same step; the soak: the recipe's thresholds), the same
+``kit report compare`` tabulates. A figure only the re-run has is shown ("not in the original")
+and does not block the verdict; one the re-run lacks is DIFFERENT.
 """
 
 from __future__ import annotations
@@ -48,26 +53,35 @@ __all__ = ["FLOOR_PCT", "FigureCheck", "Reproduction", "Verdict", "judge", "like
 QUIET_OTHER_CPU_PCT = 10.0
 
 
-def _check(m: MetricDelta, void: bool) -> FigureCheck:
-    """A headline figure's delta as the verdict records it; ``void``: a side cannot be judged."""
-    status = "inconclusive" if void and m.delta_pct is not None else m.status
+def figure_check(m: MetricDelta, void: bool) -> FigureCheck:
+    """A judged figure's delta as the verdict records it; ``void``: a side cannot be judged."""
+    both = m.a is not None and m.b is not None
+    status = "inconclusive" if void and both else m.status
+    band_from = m.band_from or "floor"
     return FigureCheck(
         metric=m.metric,
         unit=m.unit,
         original=m.a,
         new=m.b,
         delta_pct=m.delta_pct,
-        band_pct=m.band_pct if m.band_pct is not None else FLOOR_PCT,
-        band_from=m.band_from or "floor",
+        band_pct=m.band_pct if m.band_pct is not None or band_from == "threshold" else FLOOR_PCT,
+        band_from=band_from,
         within=status == "within",
         status=status,
         direction=m.direction,
         better=m.better if status == "outside" else None,
+        key=m.key,
     )
 
 
-def headline_figures(a: Report, b: Report, void: bool = False) -> list[FigureCheck]:
-    """A's headline figures, each against B's (None in B where B did not measure it)."""
+def only_new(a: Report, b: Report) -> list[str]:
+    """The judged figures the re-run has and the original does not: shown, never blocking."""
+    mine = {f.name for f in figures(a) if f.value is not None}
+    return [f.name for f in figures(b) if f.headline and f.value is not None and f.name not in mine]
+
+
+def judged_figures(a: Report, b: Report, void: bool = False) -> list[FigureCheck]:
+    """A's judged figures, each against B's (None in B where B did not measure it)."""
     theirs = {f.name: f for f in figures(b)}
     out: list[FigureCheck] = []
     for x in figures(a):
@@ -77,7 +91,7 @@ def headline_figures(a: Report, b: Report, void: bool = False) -> list[FigureChe
         m = figure_delta(x, y) if y is not None else figure_delta(x, x)
         if y is None:
             m = m.model_copy(update={"b": None, "delta": None, "delta_pct": None, "status": None})
-        out.append(_check(m, void))
+        out.append(figure_check(m, void))
     return out
 
 
@@ -133,11 +147,22 @@ def _ways(checks: list[FigureCheck]) -> str:
 
 def _unjudged(f: FigureCheck) -> str:
     """Why a figure both runs have is neither within nor outside its band."""
-    if f.delta_pct is None:
+    if f.delta_pct is None and f.band_from in ("intervals", "floor"):
         return f"{num(f.original)} -> {num(f.new)} {f.unit} is no percentage of the original"
-    if f.band_pct > MAX_BAND_PCT:
+    if f.band_pct is not None and f.band_pct > MAX_BAND_PCT:
         return f"band ±{num(f.band_pct, '.1f')} % is wider than ±{MAX_BAND_PCT:g} %"
     return "an interval beyond any percentage of its value: no band"
+
+
+def _pct(f: FigureCheck) -> str:
+    return f"{num(f.delta_pct, '+.1f')} %, " if f.delta_pct is not None else ""
+
+
+def _named(checks: list[FigureCheck], most: int = 4) -> str:
+    """The figures outside, by name: 'narrative TTFT, code TTFT and 2 more'."""
+    names = [c.metric for c in checks]
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def judge(
@@ -150,7 +175,8 @@ def judge(
     """The verdict on ``new`` as a re-run of ``original``."""
     refusing = [f"{d.aspect}: {d.detail}" for d in comparability(original, new) if d.refuses]
     void = unjudgeable(original, "the original", complete=False) + unjudgeable(new, "the re-run")
-    figures_ = headline_figures(original, new, void=bool(void))
+    figures_ = judged_figures(original, new, void=bool(void))
+    extra = [f"{name}: not in the original (shown, not judged)" for name in only_new(original, new)]
     checkpoint = checkpoint_match(original, new)
     common = {
         "original_run_id": original.run_id,
@@ -160,7 +186,7 @@ def judge(
         "overrides": list(overrides),
         "figures": figures_,
         "checkpoint": checkpoint,
-        "notes": reference_notes(original, new),
+        "notes": reference_notes(original, new) + extra,
     }
     # another checkpoint is named on the verdict line, whatever the verdict
     other = (
@@ -170,7 +196,7 @@ def judge(
     )
     if not figures_ and not refusing:
         refusing = [
-            "the original has no headline figure (no measured prompt, prefill depth or load point)"
+            "the original has no judged figure (no measured prompt, prefill depth or load point)"
         ]
     if refusing:
         return Reproduction(
@@ -189,8 +215,8 @@ def judge(
     wide = [f for f in figures_ if f.status == "inconclusive" and not void]
     inconclusive = void + [f"{f.metric}: {_unjudged(f)}" for f in wide]
     differing = [
-        f"{f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} ({num(f.delta_pct, '+.1f')} "
-        f"%, {f.direction}, {'better' if f.better else 'worse'}; band ±{num(f.band_pct, '.1f')} %)"
+        f"{f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} ({_pct(f)}{f.direction}, "
+        f"{'better' if f.better else 'worse'}; {f.band_text()})"
         for f in outside
     ] + [f"{f.metric}: not measured by the re-run" for f in missing]
     if differing:
@@ -203,9 +229,9 @@ def judge(
         causes = seen + speed.checked + cpu.checked
         return Reproduction(
             verdict="DIFFERENT",
-            summary=f"DIFFERENT: {len(outside) + len(missing)} of {len(figures_)} headline "
-            f"figures outside their noise bands{_ways(outside)}{speed.summary or cpu.summary}"
-            f"{other}",
+            summary=f"DIFFERENT: {len(outside) + len(missing)} of {len(figures_)} judged figures "
+            f"outside their bands ({_named(outside + missing)}){_ways(outside)}"
+            f"{speed.summary or cpu.summary}{other}",
             differing=differing,
             causes=causes,
             not_comparable=[],
@@ -222,11 +248,18 @@ def judge(
             inconclusive=inconclusive,
             **common,
         )
-    widest = max(f.band_pct for f in figures_)
+    widest = max(
+        (
+            f.band_pct
+            for f in figures_
+            if f.band_pct is not None and f.band_from in ("intervals", "floor", "runs")
+        ),
+        default=0.0,
+    )
     return Reproduction(
         verdict="REPRODUCED",
-        summary=f"REPRODUCED: all {len(figures_)} headline figures within their noise bands "
-        f"(at most ±{widest:.1f} %){other}",
+        summary=f"REPRODUCED: all {len(figures_)} judged figures within their bands "
+        f"(relative bands at most ±{widest:.1f} %){other}",
         differing=[],
         causes=[],
         not_comparable=[],

@@ -38,7 +38,7 @@ Verdict = Literal["REPRODUCED", "DIFFERENT", "INCONCLUSIVE", "NOT COMPARABLE"]
 
 
 class FigureCheck(FrozenModel):
-    """One headline figure of the original against the re-run."""
+    """One judged figure of the original against the re-run."""
 
     metric: str = Field(description="e.g. 'narrative decode TPS', 'prefill 10000 tok/s'.")
     unit: str = Field(description="tok/s.")
@@ -47,10 +47,19 @@ class FigureCheck(FrozenModel):
     )
     new: float | None = Field(description="The re-run's headline (None: not measured).")
     delta_pct: float | None = Field(description="(new - original) / original, in percent.")
-    band_pct: float = Field(description="The noise band, in percent of the original.")
-    band_from: Literal["runs", "intervals", "floor"] = Field(
-        description="Which bound set the band: the two headlines' intervals (before headlines: "
-        "the runs' spread), or the floor."
+    band_pct: float | None = Field(
+        description="The band, in percent of the original (its kind's rule, kit.figures); None "
+        "for a threshold figure (kept to a limit, no band)."
+    )
+    band_from: Literal[
+        "runs", "intervals", "floor", "standard errors", "tolerance", "threshold", "exact"
+    ] = Field(
+        description="Which bound set the band: the two intervals (before headlines: the runs' "
+        "spread), the floor, the counters' standard errors, a stated tolerance, the recipe's "
+        "threshold, or an exact step."
+    )
+    key: str | None = Field(
+        None, description="Its row of the figure table (kit.figures); None before 2026-12-07."
     )
     within: bool = Field(description="|delta| <= band (False when the re-run lacks it).")
     status: Status | None = Field(
@@ -62,6 +71,12 @@ class FigureCheck(FrozenModel):
     better: bool | None = Field(
         None, description="Outside the band and an improvement (faster); None otherwise."
     )
+
+    def band_text(self) -> str:
+        """'band ±3.0 % from the floor', 'kept to the recipe's threshold'."""
+        if self.band_pct is None:
+            return "kept to the recipe's threshold" if self.band_from == "threshold" else "no band"
+        return f"band ±{num(self.band_pct, '.1f')} % from the {self.band_from}"
 
 
 class CheckpointMatch(FrozenModel):
@@ -157,8 +172,7 @@ class Reproduction(FrozenModel):
                 way += ": better" if f.better else ": worse"
             lines.append(
                 f"  {f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} "
-                f"({num(f.delta_pct, '+.1f')} %{way}; band ±{num(f.band_pct, '.1f')} % from the "
-                f"{f.band_from}: {mark})"
+                f"({num(f.delta_pct, '+.1f')} %{way}; {f.band_text()}: {mark})"
             )
         cp = self.checkpoint
         if cp is not None and not any(c.startswith("checkpoint: ") for c in self.causes):
@@ -170,7 +184,7 @@ class Reproduction(FrozenModel):
         return "\n".join(lines)
 
 
-FailOn = Literal["different", "worse", "never"]
+FailOn = str  # different, worse, never, or figure keys of kit.figures, comma-separated
 
 
 class Judged(Protocol):
@@ -209,22 +223,31 @@ def unjudgeable(run: Judgeable, who: str, *, complete: bool = True) -> list[str]
 def verdict_exit(r: Reproduction | Judged, fail_on: FailOn = "different") -> int:
     """The exit code of a verdict: 0 REPRODUCED, 1 NOT COMPARABLE, 4 DIFFERENT, 5
     INCONCLUSIVE. ``fail_on`` relaxes DIFFERENT: ``worse`` exits 4 only when a figure is worse
-    (slower) or missing, ``never`` not at all."""
+    (slower) or missing, ``never`` not at all, and a comma-separated list of figure keys
+    (``decode_tps,ttft_ms``: kit.figures) only when one of those figures is outside or
+    missing."""
     if r.verdict == "NOT COMPARABLE":
         return EXIT_FAILED
     if r.verdict == "INCONCLUSIVE":
         return EXIT_INCONCLUSIVE
     if r.verdict == "REPRODUCED" or fail_on == "never":
         return EXIT_OK
-    if fail_on == "worse":
-        if isinstance(r, Reproduction):
-            worse = any(
-                f.new is None or f.better is False for f in r.figures if f.status != "within"
-            )
+    if fail_on == "different":
+        return EXIT_DIFFERENT
+    if isinstance(r, Reproduction):
+        off = [
+            f
+            for f in r.figures
+            if f.status != "within" and (f.new is None or f.status == "outside")
+        ]
+        if fail_on == "worse":
+            worse = any(f.new is None or f.better is False for f in off)
         else:
-            worse = r.worse
-        return EXIT_DIFFERENT if worse else EXIT_OK
-    return EXIT_DIFFERENT
+            keys = {k.strip() for k in fail_on.split(",") if k.strip()}
+            worse = any(f.key in keys for f in off)
+    else:
+        worse = r.worse
+    return EXIT_DIFFERENT if worse else EXIT_OK
 
 
 HUGE = 1e15  # beyond any figure or percentage kit measures

@@ -42,6 +42,7 @@ from kit.bench import BenchResult
 from kit.bench.load import LoadPoint
 from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import ignores_eos
+from kit.figures import TOOL_KINDS, Kind
 from kit.vllm_bench.job import VllmBenchJob
 from kit.vllm_bench.prompts import shown_argv
 
@@ -50,16 +51,30 @@ log = logging.getLogger(__name__)
 DRIVER = Path(__file__).with_name("driver.py")
 
 TOLERANCE_PCT = 2.0
+# vLLM's name of each of the figure table's tool figures (kit.figures.TOOL_KINDS): a
+# throughput's own key, a latency's statistic then the figure ("median_ttft_ms", "p99_itl_ms")
+_VLLM_RATE = {
+    "output_tps": "output_throughput",
+    "request_throughput": "request_throughput",
+    "total_tps": "total_token_throughput",
+}
+_VLLM_STAT = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
+
+
+def vllm_key(k: Kind) -> str:
+    """vLLM's result key of a figure of the table."""
+    if k.point_stat is None:
+        return _VLLM_RATE[k.key]
+    return f"{_VLLM_STAT[k.point_stat]}_{k.point_field}"
+
+
 # (name, vLLM result key, kit's field of a point, its statistic or None)
-FIGURES: tuple[tuple[str, str, str, str | None], ...] = (
-    ("output tok/s", "output_throughput", "output_tps", None),
-    ("TTFT p50", "median_ttft_ms", "ttft_ms", "p50"),
-    ("TPOT p50", "median_tpot_ms", "tpot_ms", "p50"),
-    ("ITL p50", "median_itl_ms", "itl_ms", "p50"),
-    ("TTFT p99", "p99_ttft_ms", "ttft_ms", "p99"),
-    ("TPOT p99", "p99_tpot_ms", "tpot_ms", "p99"),
+# the judged ones first, the tails after them, as reports have listed them
+FIGURES: tuple[tuple[str, str, str, str | None], ...] = tuple(
+    (k.title, vllm_key(k), k.figure, k.point_stat)
+    for k in sorted(TOOL_KINDS, key=lambda k: not k.judged)
 )
-AGREEMENT = ("output tok/s", "TTFT p50", "TPOT p50", "ITL p50")
+AGREEMENT = tuple(k.title for k in TOOL_KINDS if k.judged)
 
 
 class AtLevel(Protocol):

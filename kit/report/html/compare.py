@@ -2,9 +2,9 @@
 
 The page has the report page's style and no script: who each side is (run, rig, engine,
 model, verdict, signature check), the differences and warnings comparability found, then every
-figure of the comparison with A, B, the delta, the delta in percent and its noise band
-(:mod:`kit.noise`), flagged outside (with direction) or within noise, or inconclusive, and the
-re-run verdict. A side read UNTRUSTED or UNSIGNED (:func:`kit.report.show.trust_label`) has its
+figure of the comparison with A, B, the delta, the delta in percent and its band (the rule of
+its kind, :mod:`kit.figures`), flagged outside (with direction) or within, or inconclusive, and
+the re-run verdict. A side read UNTRUSTED or UNSIGNED (:func:`kit.report.show.trust_label`) has its
 label in the title, in its column of the two runs and beside each of its figures.
 """
 
@@ -79,20 +79,22 @@ def _value(value: float | None, label: str | None) -> str:
 
 
 def _flag(m: MetricDelta) -> tuple[str, str]:
+    if m.note is not None:  # a published figure not judged: not measured, not comparable
+        return (m.note.upper() if m.note.startswith("not measured") else m.note), "unknown"
     if m.delta is None:
         return "one side only", "unknown"
     if m.status is None:
         return "band unknown", "unknown"
     if m.status == "within":
-        return "within noise", "within"
+        return "within", "within"
     if m.status == "inconclusive":
         return "INCONCLUSIVE (band too wide)", "unknown"
     way = "better" if m.better else "worse"
-    return f"OUTSIDE noise ({m.direction}, {way})", way
+    return f"OUTSIDE ({m.direction}, {way})", way
 
 
 def _metrics(comparison: Comparison, labels: dict[str, str]) -> str:
-    head_cells = ("figure", "unit", "A", "B", "B - A", "delta %", "noise band ±%", "")
+    head_cells = ("figure", "unit", "A", "B", "B - A", "delta %", "band ±%", "")
     tag = sides_label(labels)
     rows: list[str] = []
     for m in comparison.metrics:

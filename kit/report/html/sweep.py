@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kit.figures import POINT_KINDS
 from kit.metrics import finite
 from kit.recipe.patterns import load_class
 from kit.report.describe import rig
@@ -72,7 +73,12 @@ def throughput_chart(report: Report) -> str | None:
     return to_svg(fig, "throughput")
 
 
-_LATENCIES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"))
+# the medians the chart draws: the table's judged latencies but E2E (kit.figures)
+_LATENCIES = tuple(
+    (k.figure, k.title.split(" ")[0])
+    for k in POINT_KINDS
+    if k.point_stat == "p50" and k.figure != "e2e_ms"
+)
 
 
 def latency_chart(report: Report) -> str | None:

@@ -22,17 +22,20 @@ def _differ(aspect: str) -> str:
 
 
 def _delta_flag(m: MetricDelta) -> str:
-    """within / OUTSIDE (higher, better) / INCONCLUSIVE / band unknown / one side only."""
+    """within / OUTSIDE (higher, better) / INCONCLUSIVE / band unknown / one side only, or a
+    published figure's note (not measured, not comparable)."""
+    if m.note is not None:
+        return m.note.upper() if m.note.startswith("not measured") else m.note
     if m.a is None or m.b is None:
         return "one side only"
     if m.status is None:
         return "band unknown"
     if m.status == "within":
-        return "within noise"
+        return "within"
     if m.status == "inconclusive":
         return f"INCONCLUSIVE ({'band too wide' if m.delta_pct is not None else NO_PCT})"
     way = f"{m.direction}, {'better' if m.better else 'worse'}"
-    return f"OUTSIDE noise ({way})"
+    return f"OUTSIDE ({way})"
 
 
 def comparison_text(c: Comparison, labels: Mapping[str, str] | None = None) -> str:
@@ -61,14 +64,21 @@ def comparison_text(c: Comparison, labels: Mapping[str, str] | None = None) -> s
         )
     lines.append("")
     if c.reference:
-        lines.append("delta = this run - reference; published figures carry no interval")
+        lines.append(
+            "delta = this run - reference (means, as published); * judged; band = the rule of "
+            "the figure's kind with this run's interval, plus the published figure's rounding "
+            "(docs/figures.md)"
+        )
     else:
         lines.append(
-            "delta = B - A of the headlines (medians; * judged by the verdict); band = max(3 %, "
-            "sqrt(ha² + hb²)) from both 95 % intervals, wider than 10 % inconclusive (kit.noise)"
+            "delta = B - A (medians of runs; * judged by the verdict); band = the rule of the "
+            "figure's kind (docs/figures.md): throughput max(3 %, sqrt(ha² + hb²)) from both "
+            "95 % intervals, wider than 10 % inconclusive; latency the same with a floor in ms; "
+            "counters their standard errors; memory and energy a tolerance; the soak a threshold"
         )
     if c.verdict is not None:
-        lines += ["", f"B as a re-run of A (kit.report.reproduction):{trust}"]
+        title = "this run against the reference" if c.reference else "B as a re-run of A"
+        lines += ["", f"{title} (kit.report.reproduction):{trust}"]
         lines += [f"{line}{trust}" if line else line for line in c.verdict.text().splitlines()]
     if c.points is not None:  # a published reference's load points (kit.report.points)
         shown = c.points.text().splitlines()

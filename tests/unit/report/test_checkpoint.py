@@ -104,8 +104,8 @@ def test_another_checkpoint_leads_the_causes_of_a_different_verdict(
     result, mine = judge(a, new), quant(a).files[0].sha256[:12]
     assert result.verdict == "DIFFERENT"
     assert result.summary.endswith(
-        f"outside their noise bands, lower (worse); on another checkpoint: sha256 {short(a)} "
-        f"vs {short(new)}"
+        "outside their bands (code decode TPS), lower (worse); on another checkpoint: "
+        f"sha256 {short(a)} vs {short(new)}"
     )
     assert result.causes[0] == (
         f"checkpoint: sha256 {short(a)} vs {short(new)}; files differ: model.safetensors "

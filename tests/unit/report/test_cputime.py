@@ -127,8 +127,8 @@ def test_a_rerun_whose_worker_needed_more_cpu_time_names_it(a: Report) -> None:
     result = judge(original, rerun)
     assert result.verdict == "DIFFERENT"
     assert result.summary.endswith(
-        "outside their noise bands, lower (worse); scheduler: the re-run's engine needed more CPU "
-        "time"
+        "outside their bands (code decode TPS), lower (worse); scheduler: the re-run's engine "
+        "needed more CPU time"
     )
     assert result.causes[0] == (
         "scheduler: code decode TPS -15.0 %: the re-run's engine worker's threads needed more CPU "

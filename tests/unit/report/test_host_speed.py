@@ -144,8 +144,8 @@ def test_a_faster_host_is_named_and_the_verdict_stays_different(a: Report, scale
     result = judge(*rerun(a, scaled, 1.25, 1.2))
     assert result.verdict == "DIFFERENT"
     assert result.summary.endswith(
-        "outside their noise bands, higher (better); host-speed: the re-run's host ran 20.0 % "
-        "faster on the fixed workload"
+        "outside their bands (code decode TPS), higher (better); host-speed: the re-run's host "
+        "ran 20.0 % faster on the fixed workload"
     )
     assert result.causes == [
         "host-speed: code decode TPS +25.0 %: the re-run's host ran 20.0 % faster on the fixed "

@@ -28,6 +28,7 @@ from kit import signing
 from kit.bench import summarize_prompt
 from kit.bench.plausible import CHUNK_TIMES, RANGES
 from kit.cli import main
+from kit.figures import KINDS, Relative, kind
 from kit.metrics import RequestWitness
 from kit.probe.hostspeed import HostSpeed
 from kit.probe.schedstat import CpuAccount
@@ -282,22 +283,33 @@ FINITE = st.floats(allow_nan=False, allow_infinity=False)
 
 
 @settings(max_examples=200, deadline=None)
-@example(a=95.0, b=1.8e305, ha=1.0, hb=1.0)
-@example(a=5e-324, b=95.0, ha=1.0, hb=None)  # a percentage of next to nothing
-@example(a=-1e300, b=1e308, ha=None, hb=None)  # a difference beyond a double
-@example(a=95.0, b=95.0, ha=1e308, hb=1e308)  # a band whose squares are beyond a double
-@example(a=0.0, b=95.0, ha=None, hb=None)  # no percentage of 0
-@given(a=FINITE, b=FINITE, ha=FINITE | st.none(), hb=FINITE | st.none())
+@example(a=95.0, b=1.8e305, ha=1.0, hb=1.0, key="decode_tps")
+@example(a=5e-324, b=95.0, ha=1.0, hb=None, key="decode_tps")  # a percentage of next to nothing
+@example(a=-1e300, b=1e308, ha=None, hb=None, key="decode_tps")  # a difference beyond a double
+@example(a=95.0, b=95.0, ha=1e308, hb=1e308, key="ttft_ms")  # squares beyond a double
+@example(a=0.0, b=95.0, ha=None, hb=None, key="decode_tps")  # no percentage of 0
+@example(a=1e308, b=-1e308, ha=1e308, hb=1e308, key="accepted_per_draft")  # se² beyond a double
+@example(a=-1e308, b=1e308, ha=None, hb=None, key="peak_vram_mib")  # a tolerance
+@given(
+    a=FINITE,
+    b=FINITE,
+    ha=FINITE | st.none(),
+    hb=FINITE | st.none(),
+    key=st.sampled_from([k.key for k in KINDS]),
+)
 def test_any_two_figures_get_a_finite_delta_and_a_status(
-    a: float, b: float, ha: float | None, hb: float | None
+    a: float, b: float, ha: float | None, hb: float | None, key: str
 ) -> None:
+    """Every kind of figure of the table (kit.figures), any two finite values and intervals
+    (standard errors for a counter, the first value as a threshold's limit)."""
+    k = kind(key)
     m = figure_delta(
-        Figure("x decode TPS", "tok/s", True, a, ha, True),
-        Figure("x decode TPS", "tok/s", True, b, hb, True),
+        Figure(k, "x", a, ha, se=ha, limit=a),
+        Figure(k, "x", b, hb, se=hb, limit=a),
     )
     assert all(v is None or math.isfinite(v) for v in (m.delta, m.delta_pct, m.band_pct))
     assert m.status is not None  # within, outside or inconclusive: never unjudged
-    if m.delta_pct is None or m.band_pct is None:
+    if isinstance(k.rule, Relative) and (m.delta_pct is None or m.band_pct is None):
         assert m.status == "inconclusive"
 
 
