@@ -71,12 +71,14 @@ def compare_with_reference(
     recipe = _pins_from(loaded.recipe.to_json_dict(), report.recipe)
     diffs: list[Difference] = []
     mine = report.recipe
+    pins = ref.open_pins
     for aspect in REFUSING:
-        details = recipe_diff(aspect, recipe, mine)
+        details = unpinned(_SECTION.get(aspect, aspect), recipe_diff(aspect, recipe, mine), pins)
         if details:
             diffs.append(Difference(aspect=aspect, refuses=True, detail="; ".join(details)))
     serving = section_diff(recipe.get("server"), mine.get("server"), "server", SERVING_IGNORED)
     serving += section_diff(recipe.get("speculative"), mine.get("speculative"), "speculative")
+    serving = unpinned("server", unpinned("speculative", serving, pins), pins)
     if serving:
         diffs.append(Difference(aspect="serving", refuses=False, detail="; ".join(serving)))
     refuse_or_keep(diffs, force, f"the report and the reference in {recipe_path}")
@@ -89,6 +91,11 @@ def compare_with_reference(
         "a published figure carries no interval: its band is this run's, plus its rounding (the "
         "rule of its kind, docs/figures.md)",
     ]
+    if pins:
+        warnings.append(
+            "open pins, not compared (the source does not state them; the recipe's values stand "
+            "in): " + "; ".join(f"{k}: {v}" for k, v in pins.items())
+        )
     if shown_recipe_sha256(loaded.recipe) == report.recipe_sha256:
         warnings.append("this run used this recipe exactly (same sha256)")
     if not report.validity.valid:
@@ -108,6 +115,23 @@ def compare_with_reference(
         points=compare_points(report, ref) if ref.points else None,
         plausibility=reference_plausibility(ref, recipe, [report]),
     )
+
+
+# the recipe section each refusing aspect compares
+_SECTION = {"model": "model", "quantization": "quantization", "protocol": "bench",
+            "acceptance": "speculative"}  # fmt: skip
+
+
+def unpinned(section: str, details: list[str], pins: dict[str, str]) -> list[str]:
+    """``details`` (one aspect's differences, each "path a vs b" or, where the kind differs,
+    in words) without what the reference leaves open: none at all where the section's kind
+    itself is an open pin (its method or source), else those under an open pin's path."""
+    mine = [k for k in pins if k == section or k.startswith(section + ".")]
+    if not mine:
+        return details
+    if any(k in (section, f"{section}.method", f"{section}.source") for k in mine):
+        return []
+    return [d for d in details if not any(d.startswith(k) for k in mine)]
 
 
 def _published(

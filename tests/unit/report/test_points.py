@@ -328,3 +328,25 @@ def test_llmperf_figures_defined_otherwise_are_not_comparable(
     )
     assert "reference-only: a hosted API (together): its server cannot be rebuilt" in text
     assert "  NOT COMPARABLE: output tok/s: LLMPerf counts output tokens" in text
+
+
+def test_open_pins_are_not_compared_as_facts(fixtures_dir: Path, tmp_path: Path) -> None:
+    """An FP8 checkpoint's file states no quantization: kit import writes the base recipe's as a
+    stand-in and names it an open pin, and compare --reference neither refuses nor describes
+    the reference by the stand-in ("unquantized"); it says the pin is open."""
+    out = tmp_path / "lambda.yaml"
+    foreign = fixtures_dir / "foreign" / "vllm"
+    import_file(
+        foreign / "lambda-v0.6-llama3.1-8b-fp8-h100-n10-with-per-request.json",
+        base=fixtures_dir / "recipes" / "cpu-tiny.yaml",
+        out=out,
+    )
+    reference = load_recipe(out).recipe.reference
+    assert reference is not None and "quantization" in reference.open_pins
+    run, _ = read_report(fixtures_dir / "reports" / "cpu-tiny-a.json", allow_unsigned=True)
+    result = compare_with_reference(run, out, force=True)
+    aspects = {d.aspect for d in result.differences}
+    assert "quantization" not in aspects
+    assert not any("unquantized" in d.detail for d in result.differences)
+    [pins] = [w for w in result.warnings if w.startswith("open pins, not compared")]
+    assert "quantization: not stated (a quantized checkpoint, or none?)" in pins
