@@ -299,10 +299,18 @@ def test_a_run_is_judged_against_an_imported_log(
     assert a["code TTFT"] == 143.0
     assert a["acceptance length"] == pytest.approx(1 + 2873 / 876)
     assert a["acceptance rate"] == pytest.approx(2873 / 4380 * 100)
+    # each judged by the rule of its kind, against this run's interval plus the log's rounding
+    judged = {m.metric: m for m in result.metrics}
+    for name in ("narrative decode TPS", "narrative wall TPS", "code TTFT", "acceptance length"):
+        m = judged[name]
+        assert m.headline and m.status in ("within", "outside") and m.band_pct is not None, name
+    assert result.verdict is not None and result.verdict.verdict == "DIFFERENT"  # a CPU run
     offload = tmp_path / "offload.yaml"
     import_file(club / "live-offload-run.log", base=base, out=offload)
-    a = {m.metric: m.a for m in compare_with_reference(report, offload, force=True).metrics}
-    assert a["prefill 10000"] == 127.5
+    offloaded = {m.metric: m for m in compare_with_reference(report, offload, force=True).metrics}
+    assert offloaded["prefill 10000"].a == 127.5
+    # this run's prefill depths are 512 and 1536: not measured at 10000
+    assert offloaded["prefill 10000"].note == "not measured by this run"
     res = CliRunner().invoke(
         main,
         [
