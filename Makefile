@@ -8,6 +8,13 @@ PY := $(VENV)/bin/python
 KIT := $(VENV)/bin/kit
 # kit's caches (models, quantized checkpoints, engine venvs) stay inside the checkout
 export KIT_HOME ?= $(CURDIR)/.kit
+# Python's compiled modules for every process make starts (kit, the tests, the engines' servers)
+# in one folder of the checkout, never beside the sources. Without them (PYTHONDONTWRITEBYTECODE
+# set, as on some CI images; the venvs are installed without .pyc) each process compiles what it
+# imports again: importing vLLM's server takes 27 s instead of 11 on 2 cores, and a server's
+# three processes each do it (a cpu-tiny boot: 78 s against 44)
+export PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
+unexport PYTHONDONTWRITEBYTECODE
 
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 # RECIPE not given: the recipe for this rig, `kit recipe pick` (the GPUs NVML shows against each
@@ -113,4 +120,4 @@ clean: ## remove reports and test output
 	rm -rf $(REPORTS) .pytest_cache .mypy_cache .ruff_cache
 
 distclean: clean ## also remove .venv and kit's caches (.kit); the signing key is kept
-	rm -rf $(VENV) .kit
+	rm -rf $(VENV) .kit build/pycache

@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -39,12 +40,14 @@ import httpx
 from pydantic import Field
 
 from kit.base import KitModel
+from kit.bench import model_info
 from kit.bench.runner import Bencher
 from kit.bench.server import scrape_metrics
 from kit.bench.stream import request_body, utc_now_ms
 from kit.metrics import ServerWindow, decode_tps, server_window
 from kit.probe import GpuSampler, HostLoadSampler
-from kit.recipe import Bench, Recipe
+from kit.recipe import Bench, LoadedRecipe, Recipe
+from kit.report.assemble import new_run_id
 from kit.report.files import read_report
 
 log = logging.getLogger(__name__)
@@ -229,30 +232,34 @@ def summarize(windows: list[ArmRun]) -> list[ArmSummary]:
     return out
 
 
-# TODO(lead): kit/cli/run.py calls this one keyword per option; a parameter object for them
-# lands with that call site (kit/cli was off limits to this change).
-def fidelity(  # noqa: PLR0913
-    url: str,
-    bench: Bench,
-    model: str,
-    *,
-    rounds: int,
-    interval_s: float = 0.5,
-    recipe: Recipe | None = None,
-    out_file: Path | None = None,
-) -> Fidelity:
-    """The interleave (the module's docstring) against the server at ``url``, with the first of
-    the recipe's prompts and its warm-ups and runs; with ``recipe`` (whose bench this is) also
-    the ``kit-cli`` arm, on the recipe with the same bench. ``out_file`` is rewritten after
+@dataclass(frozen=True)
+class FidelityJob:
+    """A fidelity run: the server at ``url`` serving ``model``, the bench whose first prompt,
+    warm-ups and runs it sends, ``rounds`` of the arms, the GPU sampler's interval; with
+    ``recipe`` (whose bench this is) also the ``kit-cli`` arm; ``out_file`` is rewritten after
     every window (``complete`` false until the last), so an interrupted run keeps its windows."""
-    url = url.rstrip("/")
+
+    url: str
+    bench: Bench
+    model: str
+    rounds: int
+    interval_s: float = 0.5
+    recipe: Recipe | None = None
+    out_file: Path | None = None
+
+
+def fidelity(job: FidelityJob) -> Fidelity:
+    """The interleave (the module's docstring) of ``job``."""
+    url, bench, model, rounds = job.url.rstrip("/"), job.bench, job.model, job.rounds
+    interval_s, recipe, out_file = job.interval_s, job.recipe, job.out_file
     prompt = bench.prompts[0]
-    # one prompt, sequential: what only a load pattern takes goes with it, and the result is
-    # validated again (a copy is not), so the CLI arm's recipe cannot be refused mid-run
+    # one prompt, sequential: what only a load pattern takes goes with it, and so do the probes
+    # after a bench (the CLI arm times the bench alone); the result is validated again (a copy
+    # is not), so the CLI arm's recipe cannot be refused mid-run
     one = Bench.model_validate(
         bench.model_copy(
             update={"prompts": [prompt], "prefill": None, "load": None}
-            | {"dataset": None, "slo": None}
+            | {"dataset": None, "slo": None, "context": None, "soak": None, "quality": None}
         ).model_dump()
     )
     warm = one.model_copy(update={"runs": max(one.warmups, 1), "warmups": 0})
@@ -358,3 +365,16 @@ def fidelity_table(f: Fidelity) -> str:
         f"dips more than {f.goal_dip_pct:g} %): {goal}"
     )
     return "\n".join(lines)
+
+
+def bench_fidelity(
+    url: str, loaded: LoadedRecipe, rounds: int, out_dir: Path
+) -> tuple[Fidelity, Path]:
+    """``kit bench --fidelity``: :func:`fidelity` of the recipe against the server at ``url``,
+    written to ``out_dir/fidelity-<recipe>-<run id>.json`` as it goes; returns it and its path."""
+    served, _ = model_info(url)
+    out = out_dir / f"fidelity-{loaded.recipe.name}-{new_run_id()}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log.info("kit bench --fidelity: writing %s as it goes", out)
+    job = FidelityJob(url, loaded.recipe.bench, served, rounds, recipe=loaded.recipe, out_file=out)
+    return fidelity(job), out

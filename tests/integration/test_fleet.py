@@ -29,6 +29,10 @@ SMALL = [
     "bench.prompts.1.max_tokens=32",
     "bench.prefill=null",
     "bench.vllm_bench=null",
+    # the probes after the bench are other tests' subject (test_quality, test_claims)
+    "bench.quality=null",
+    "bench.context=null",
+    "bench.soak=null",
 ]
 
 
@@ -89,63 +93,72 @@ def cell(out: Path, name: str) -> dict[str, object]:
     return data
 
 
-def test_two_cells_one_per_node_come_back_signed_by_their_rig(
-    cluster: Cluster, tmp_path: Path
-) -> None:
-    proc = sweep(cluster, tmp_path, "--rig", "cpu-a", "--rig", "cpu-b")
-    stdout, stderr = proc.communicate(timeout=1800)
-    assert proc.returncode == 0, stdout + stderr
-    for rig in ("cpu-a", "cpu-b"):
-        result = cell(tmp_path, f"cpu-tiny_{rig}")
-        assert result["status"] == "done", result
-        assert result["signed_by"] == cluster.fingerprints[rig]  # the node that ran it
-        pub = cluster.keys / f"{rig}.pub"
-        checked = subprocess.run(
-            [sys.executable, "-m", "kit.cli", "report", "verify", "--key", str(pub),
-             str(tmp_path / f"cpu-tiny_{rig}" / "report.json")],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        assert checked.returncode == 0, checked.stdout + checked.stderr
-    # again: both reports are there and verify, so nothing runs
-    again = sweep(cluster, tmp_path, "--rig", "cpu-a", "--rig", "cpu-b")
-    stdout, stderr = again.communicate(timeout=300)
-    assert again.returncode == 0, stdout + stderr
-    assert [line.split()[0] for line in stdout.splitlines()[:2]] == ["skipped", "skipped"]
-    table = (tmp_path / "BENCHMARKS.md").read_text()  # both rigs' reports, verified
-    assert "cpu-a (" in table and "cpu-b (" in table, table
-    assert "submitted" not in stderr
+def verified(cluster: Cluster, out: Path, rig: str) -> None:
+    """The rig's cell is done, signed by the node that ran it, and its report verifies."""
+    result = cell(out, f"cpu-tiny_{rig}")
+    assert result["status"] == "done", result
+    assert result["signed_by"] == cluster.fingerprints[rig]  # the node that ran it
+    pub = cluster.keys / f"{rig}.pub"
+    checked = subprocess.run(
+        [sys.executable, "-m", "kit.cli", "report", "verify", "--key", str(pub),
+         str(out / f"cpu-tiny_{rig}" / "report.json")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_a_stopped_job_is_a_failed_cell_and_the_next_run_resumes_it(
-    cluster: Cluster, tmp_path: Path
-) -> None:
+def stop_when_running(cluster: Cluster, name: str) -> None:
+    """Stop the Ray job of cell ``name`` once it runs kit (its log says so)."""
     jobs = ray_jobs.JobSubmissionClient(cluster.address)
-    proc = sweep(cluster, tmp_path, "--rig", "cpu-b")
     deadline = time.monotonic() + 600
     job_id = None
     while job_id is None and time.monotonic() < deadline:
         time.sleep(2)
         for job in jobs.list_jobs():
             if (
-                (job.metadata or {}).get("kit_cell") == "cpu-tiny_cpu-b"
+                (job.metadata or {}).get("kit_cell") == name
                 and str(job.status).endswith("RUNNING")
                 and not job.status.is_terminal()
             ):
                 if "kit fleet: cell" in jobs.get_job_logs(job.submission_id):
                     job_id = job.submission_id
-    assert job_id is not None, "the cell's job never ran"
+    assert job_id is not None, f"the job of {name} never ran"
     time.sleep(5)
     jobs.stop_job(job_id)
-    stdout, stderr = proc.communicate(timeout=600)
+
+
+def test_cells_come_back_signed_by_their_rig_and_a_stopped_one_runs_again(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """One sweep, one cell per node: cpu-b's job is stopped mid-run, cpu-a's comes back. The
+    same sweep again runs only the failed cell; a third runs nothing. (Three cells run in all,
+    one of them stopped: each cell is a whole `kit reproduce`.)"""
+    both = ("--rig", "cpu-a", "--rig", "cpu-b")
+    proc = sweep(cluster, tmp_path, *both)
+    stop_when_running(cluster, "cpu-tiny_cpu-b")
+    stdout, stderr = proc.communicate(timeout=1800)
     assert proc.returncode == 1, stdout + stderr
-    result = cell(tmp_path, "cpu-tiny_cpu-b")
-    assert result["status"] == "failed" and "STOPPED" in str(result["error"]), result
+    verified(cluster, tmp_path, "cpu-a")
+    stopped = cell(tmp_path, "cpu-tiny_cpu-b")
+    assert stopped["status"] == "failed" and "STOPPED" in str(stopped["error"]), stopped
     assert (
         "kit fleet: cell cpu-tiny_cpu-b" in (tmp_path / "cpu-tiny_cpu-b" / "cell.log").read_text()
     )
     assert not (tmp_path / "cpu-tiny_cpu-b" / "report.json").exists()
-    # the same sweep again: the failed cell runs anew
-    again = sweep(cluster, tmp_path, "--rig", "cpu-b")
+
+    # the same sweep again: cpu-a's report is there and verifies, the failed cell runs anew
+    again = sweep(cluster, tmp_path, *both)
     stdout, stderr = again.communicate(timeout=1800)
     assert again.returncode == 0, stdout + stderr
-    assert cell(tmp_path, "cpu-tiny_cpu-b")["status"] == "done"
+    status = {line.split()[1].rstrip(":"): line.split()[0] for line in stdout.splitlines()[:2]}
+    assert status == {"cpu-tiny_cpu-a": "skipped", "cpu-tiny_cpu-b": "done"}, stdout
+    verified(cluster, tmp_path, "cpu-b")
+
+    # and again: both reports are there and verify, so nothing runs
+    third = sweep(cluster, tmp_path, *both)
+    stdout, stderr = third.communicate(timeout=300)
+    assert third.returncode == 0, stdout + stderr
+    assert [line.split()[0] for line in stdout.splitlines()[:2]] == ["skipped", "skipped"]
+    table = (tmp_path / "BENCHMARKS.md").read_text()  # both rigs' reports, verified
+    assert "cpu-a (" in table and "cpu-b (" in table, table
+    assert "submitted" not in stderr

@@ -61,7 +61,8 @@ def verify(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-QUIET = ["bench.prefill=null"]
+# no prefill probe, and no context ladder or soak after the bench (test_claims has them)
+QUIET = ["bench.prefill=null", "bench.context=null", "bench.soak=null"]
 
 
 def test_concurrency_points_with_random_prompts(
@@ -170,8 +171,10 @@ def test_a_sweep_stops_where_its_rule_says_and_verify_agrees(
         "{pattern: sweep, start: 1, factor: 2, max_concurrency: 8, requests: 4, "
         "requests_per_stream: 3, warmup_per_stream: 1, min_gain_pct: 1000}"
     )
+    # the stop rule and the request counts are the subject: short replies
+    short = [f"bench.prompts.{i}.max_tokens=32" for i in (0, 1)]
     report, path, _ = bench_report(
-        cpu_recipe.path, server.url, [*QUIET, f"bench.load={load}"], tmp_path
+        cpu_recipe.path, server.url, [*QUIET, *short, f"bench.load={load}"], tmp_path
     )
     points = report["bench"]["load_points"]
     assert [p["label"] for p in points] == ["concurrency-1", "concurrency-2"]
@@ -189,7 +192,7 @@ def test_fidelity_interleaves_kit_and_an_independent_client(
     cpu_recipe: LoadedRecipe, server: RunningServer, tmp_path: Path
 ) -> None:
     sets = [
-        "bench.prefill=null",
+        *QUIET,
         "bench.warmups=1",
         "bench.runs=2",
         "bench.prompts.0.max_tokens=24",

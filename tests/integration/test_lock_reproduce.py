@@ -33,6 +33,10 @@ SMALL = [
     "bench.prompts.1.max_tokens=16",
     "bench.prefill=null",
     "bench.vllm_bench=null",
+    # the probes after the bench are other tests' subject (test_quality, test_claims)
+    "bench.quality=null",
+    "bench.context=null",
+    "bench.soak=null",
 ]
 
 

@@ -25,6 +25,10 @@ SMALL = [
     "bench.prompts.0.max_tokens=24",
     "bench.prompts.1.max_tokens=24",
     "bench.prefill=null",
+    # the probes after the bench are other tests' subject (test_quality, test_claims)
+    "bench.quality=null",
+    "bench.context=null",
+    "bench.soak=null",
 ]
 
 

@@ -170,39 +170,97 @@ def _vllm(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-# --- 0001: expand_kernel's CPU fallback --------------------------------------------------------
+# --- the engine probes: 0001's expand_kernel fallback and 0008's synthetic acceptance ----------
 
-EXPAND_PROBE = """
-import torch
+# One process per engine runs both (every start of the engine's Python imports vLLM: 11 s or
+# more on 2 cores). expand_batch_to_tokens (0001) on a small batch; then vLLM's
+# rejection_sample through the CPU overrides in synthetic mode (0008), at each target's
+# unconditional rates (argv[1]: name -> rates): per sampling mode, the fraction of drafts whose
+# first i+1 tokens are accepted (what vLLM's per-position counters count), or the error it
+# raised.
+ENGINE_PROBE = """
+import json, sys, torch
+from types import SimpleNamespace
 from vllm.platforms import current_platform
 current_platform.import_kernels()  # the build for this CPU: vllm._C is AVX512-only
 current_platform.register_triton_kernel_overrides()
-from vllm.v1.sample.rejection_sampler import expand_batch_to_tokens
-cu = torch.tensor([3, 3, 7], dtype=torch.int32)
-temperature = torch.tensor([0.6, 0.0, 1.3])  # float32, greedy 0 -> 1 as the sampler asks
-top_k = torch.tensor([20, 5, 1], dtype=torch.int32)
-print(expand_batch_to_tokens(temperature, cu, 7, replace_from=0, replace_to=1).tolist())
-print(expand_batch_to_tokens(top_k, cu, 7).tolist())
+from vllm.v1.sample.rejection_sampler import expand_batch_to_tokens, rejection_sample
+from vllm.v1.spec_decode.utils import unconditional_to_conditional_rates
+
+def expand():
+    cu = torch.tensor([3, 3, 7], dtype=torch.int32)
+    temperature = torch.tensor([0.6, 0.0, 1.3])  # float32, greedy 0 -> 1 as the sampler asks
+    top_k = torch.tensor([20, 5, 1], dtype=torch.int32)
+    return [expand_batch_to_tokens(temperature, cu, 7, replace_from=0, replace_to=1).tolist(),
+            expand_batch_to_tokens(top_k, cu, 7).tolist()]
+
+def synthetic(rates, steps):
+    k, b, vocab = len(rates), 32, 64
+    conditional = torch.tensor(unconditional_to_conditional_rates(rates))
+    torch.manual_seed(0)
+    result = {"drafts": b * steps}
+    for mode in ("greedy", "random"):
+        meta = SimpleNamespace(
+            all_greedy=mode == "greedy", all_random=mode == "random", generators={},
+            temperature=torch.full((b,), 0.0 if mode == "greedy" else 1.0),
+        )
+        accepted = []
+        for _ in range(steps):
+            out = rejection_sample(
+                torch.randint(0, vocab, (b * k,), dtype=torch.int32), [k] * b, k,
+                torch.arange(1, b + 1, dtype=torch.int32) * k, None, torch.randn(b * k, vocab),
+                torch.randint(0, vocab, (b, 1)), meta,
+                synthetic_mode=True, synthetic_conditional_rates=conditional,
+            )
+            accepted += ((out != -1).sum(1) - 1).tolist()
+        result[mode] = [sum(n > i for n in accepted) / len(accepted) for i in range(k)]
+    return result
+
+found = {"expand": expand(), "synthetic": {}}
+for name, rates in json.loads(sys.argv[1]).items():
+    try:
+        found["synthetic"][name] = synthetic(rates, int(sys.argv[2]))
+    except Exception as exc:
+        found["synthetic"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+print(json.dumps(found))
 """
-EXPANDED = (
-    "[0.6000000238418579, 0.6000000238418579, 0.6000000238418579, 1.2999999523162842, "
-    "1.2999999523162842, 1.2999999523162842, 1.2999999523162842]\n[20, 20, 20, 1, 1, 1, 1]\n"
-)
+EXPANDED = [[0.6000000238418579] * 3 + [1.2999999523162842] * 4, [20, 20, 20, 1, 1, 1, 1]]
+GEOMETRIC = [0.7 ** (i + 1) for i in range(7)]  # the same conditional rate 0.7 at each position
+STEP = [1.0, 1.0, 1.0, 0.35, 0.0, 0.0, 0.0]  # vLLM's schedule for an acceptance length of 4.35
+TARGETS = {"geometric-0.7": GEOMETRIC, "step-4.35": STEP}
 
 
-def _expand(python: Path) -> str:
+def _probe(python: Path) -> dict[str, Any]:
     out = subprocess.run(
-        [str(python), "-c", EXPAND_PROBE], capture_output=True, text=True, timeout=300, check=True
+        [str(python), "-c", ENGINE_PROBE, json.dumps(TARGETS), "150"],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
-    return out.stdout
+    assert out.returncode == 0, out.stderr[-3000:]
+    found: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    return found
 
 
-def test_expand_batch_to_tokens_unpatched_leaves_garbage(pristine: Path) -> None:
-    assert _expand(pristine) != EXPANDED
+@pytest.fixture(scope="module")
+def pristine_probe(pristine: Path) -> dict[str, Any]:
+    return _probe(pristine)
 
 
-def test_expand_batch_to_tokens_patched(patched: Path) -> None:
-    assert _expand(patched) == EXPANDED
+@pytest.fixture(scope="module")
+def patched_probe(patched: Path) -> dict[str, Any]:
+    return _probe(patched)
+
+
+# --- 0001: expand_kernel's CPU fallback --------------------------------------------------------
+
+
+def test_expand_batch_to_tokens_unpatched_leaves_garbage(pristine_probe: dict[str, Any]) -> None:
+    assert pristine_probe["expand"] != EXPANDED
+
+
+def test_expand_batch_to_tokens_patched(patched_probe: dict[str, Any]) -> None:
+    assert patched_probe["expand"] == EXPANDED
 
 
 def test_sampled_spec_decode_kills_the_unpatched_server(
@@ -276,64 +334,23 @@ def test_console_script_patched_works(patched: Path) -> None:
 
 # --- 0008: synthetic acceptance in the CPU rejection sampler ----------------------------------
 
-# vLLM's rejection_sample through the CPU overrides, in synthetic mode: per sampling mode, the
-# fraction of drafts whose first i+1 tokens are accepted (what vLLM's per-position counters
-# count), at the unconditional rates given in argv[1]
-SYNTHETIC_PROBE = """
-import json, sys, torch
-from types import SimpleNamespace
-from vllm.platforms import current_platform
-current_platform.import_kernels()
-current_platform.register_triton_kernel_overrides()
-from vllm.v1.sample.rejection_sampler import rejection_sample
-from vllm.v1.spec_decode.utils import unconditional_to_conditional_rates
-rates, steps = json.loads(sys.argv[1]), int(sys.argv[2])
-k, b, vocab = len(rates), 32, 64
-conditional = torch.tensor(unconditional_to_conditional_rates(rates))
-torch.manual_seed(0)
-result = {"drafts": b * steps}
-for mode in ("greedy", "random"):
-    meta = SimpleNamespace(
-        all_greedy=mode == "greedy", all_random=mode == "random", generators={},
-        temperature=torch.full((b,), 0.0 if mode == "greedy" else 1.0),
-    )
-    accepted = []
-    for _ in range(steps):
-        out = rejection_sample(
-            torch.randint(0, vocab, (b * k,), dtype=torch.int32), [k] * b, k,
-            torch.arange(1, b + 1, dtype=torch.int32) * k, None, torch.randn(b * k, vocab),
-            torch.randint(0, vocab, (b, 1)), meta,
-            synthetic_mode=True, synthetic_conditional_rates=conditional,
-        )
-        accepted += ((out != -1).sum(1) - 1).tolist()
-    result[mode] = [sum(n > i for n in accepted) / len(accepted) for i in range(k)]
-print(json.dumps(result))
-"""
-GEOMETRIC = [0.7 ** (i + 1) for i in range(7)]  # the same conditional rate 0.7 at each position
-STEP = [1.0, 1.0, 1.0, 0.35, 0.0, 0.0, 0.0]  # vLLM's schedule for an acceptance length of 4.35
 Z = 4.5  # standard errors
 
 
-def _synthetic(python: Path, rates: list[float]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(python), "-c", SYNTHETIC_PROBE, json.dumps(rates), "150"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_synthetic_acceptance_unpatched_is_refused(pristine_probe: dict[str, Any]) -> None:
+    for name in TARGETS:
+        refused = pristine_probe["synthetic"][name].get("error", "")
+        assert refused.startswith(
+            "AssertionError: Synthetic acceptance not supported with CPU sampling"
+        ), (name, pristine_probe["synthetic"][name])
 
 
-def test_synthetic_acceptance_unpatched_is_refused(pristine: Path) -> None:
-    out = _synthetic(pristine, GEOMETRIC)
-    assert out.returncode != 0
-    assert "AssertionError: Synthetic acceptance not supported with CPU sampling" in out.stderr
-
-
-@pytest.mark.parametrize("rates", [GEOMETRIC, STEP], ids=["geometric-0.7", "step-4.35"])
-def test_synthetic_acceptance_patched_meets_the_target(patched: Path, rates: list[float]) -> None:
-    out = _synthetic(patched, rates)
-    assert out.returncode == 0, out.stderr
-    got = json.loads(out.stdout.splitlines()[-1])
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_synthetic_acceptance_patched_meets_the_target(
+    patched_probe: dict[str, Any], name: str
+) -> None:
+    got, rates = patched_probe["synthetic"][name], TARGETS[name]
+    assert "error" not in got, got["error"]
     n = got["drafts"]
     for mode in ("greedy", "random"):
         for i, (achieved, want) in enumerate(zip(got[mode], rates, strict=True)):

@@ -29,6 +29,9 @@ pytestmark = pytest.mark.integration
 
 SHORT = ["bench.warmups=0", "bench.runs=1", "bench.prefill=null"]
 SHORT += [f"bench.prompts.{i}.max_tokens=8" for i in (0, 1)]
+# the report test runs every step after the bench: of them only the quality probe here
+# (test_claims has the context ladder and the soak)
+SHORT += ["bench.context=null", "bench.soak=null"]
 
 
 def zero_scales(src: Path, dst: Path) -> int:

@@ -30,6 +30,11 @@ SMALL = [
     "bench.prompts.1.max_tokens=32",
     "bench.prefill=null",
     "bench.vllm_bench=null",
+    # the probes after the bench are other tests' subject (test_quality, test_claims); the
+    # re-run takes the original's recipe, so it runs none of them either
+    "bench.quality=null",
+    "bench.context=null",
+    "bench.soak=null",
 ]
 
 

@@ -154,6 +154,11 @@ def test_kit_bench_cli_against_running_server(
         "bench.prompts.0.max_tokens=16",
         "--set",
         "bench.prompts.1.max_tokens=16",
+        # no context ladder or soak after the bench: test_claims has them
+        "--set",
+        "bench.context=null",
+        "--set",
+        "bench.soak=null",
     ]
     proc = subprocess.run(
         [
