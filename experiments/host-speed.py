@@ -183,7 +183,7 @@ def served(
         ) as server:
             choices = read_engine_choices(log_path)
             binding = choices.cpu_binding if choices else None
-            where = plan("native", True, binding)
+            where = plan(True, binding)
             assert where.cpus is not None, where.note
             worker = binding_cpus(binding) or frozenset()
             yield server.url, where.cpus, binding or "no binding logged: all CPUs", worker

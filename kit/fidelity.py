@@ -1,27 +1,8 @@
 """``kit bench --fidelity``: does kit, while it measures, slow the server it measures?
 
-One server, one prompt of the recipe, rounds of the arms in turn (A B C D A B C D ...), each arm
-sending the same request ``runs`` times, one at a time:
-
-- ``kit``: kit's own bench (:class:`~kit.bench.runner.Bencher`) with everything it runs while
-  measuring: the GPU sampler (NVML every ``interval_s``), the host-load sampler and the
-  /metrics scrapes around the window;
-- ``kit-no-sampler``: the same bench without the two samplers;
-- ``independent``: a minimal standard-library client in its own process
-  (:mod:`kit.bench.independent`), sharing no code with kit;
-- ``kit-cli`` (when given the recipe): the whole ``kit bench --target`` a user runs, in its
-  own process, with the same bench: the host probe, the samplers, the scrapes, the report
-  written; its records read back from that report. It runs the recipe's warm-ups first, as a
-  user's run does (a fresh process's first request is not a measured one), and the window
-  keeps their figures apart (``warmup_decode_tps``): the cost of a cold process, shown.
-
-For every arm and round: each request's decode tok/s as that client measured it, and the
-server's own decode tok/s over the arm's window (/metrics deltas, read outside it). The summary
-gives each kit arm's mean against the independent arm's (in percent), its worst request against
-the independent arm's median, and the same for the server's own figures, which tell a slower
-server (both agree) from a client that measures wrongly (only kit's figure moves). The goals
-are the issue's: kit's presence slows the server by at most 0.3 % on average, and no request of
-kit's dips more than 2 % below the independent client's median.
+Rounds of arms in turn on one prompt (``kit``, ``kit-no-sampler``, ``independent``, ``kit-cli``),
+each request's decode tok/s and the server's own per window, against the goals
+(``GOAL_MEAN_PCT``, ``GOAL_DIP_PCT``). docs/load.md says how.
 """
 
 from __future__ import annotations

@@ -355,6 +355,9 @@ KINDS: tuple[Kind, ...] = (
 
 BY_KEY: dict[str, Kind] = {k.key: k for k in KINDS}
 TOOL_KINDS: tuple[Kind, ...] = tuple(k for k in POINT_KINDS if k.tools)
+# how far kit's figure may lie from another tool's on the same server, run just before or after
+# it (vLLM's bench per prompt or point, the peers): one session, so not the 3 % floor of two
+AGREEMENT_PCT = 2.0
 
 
 def kind(key: str) -> Kind:

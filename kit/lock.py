@@ -8,9 +8,21 @@ import datetime as dt
 import json
 import os
 import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 
-from kit.errors import EnvironmentProblem
-from kit.recipe.lock import COMMIT_SHA, Lock, LockedPin, is_exact, open_fields
+from kit.errors import EnvironmentProblem, KitError
+from kit.recipe import load_recipe
+from kit.recipe.lock import (
+    COMMIT_SHA,
+    Lock,
+    LockedPin,
+    is_exact,
+    lock_path,
+    open_fields,
+    read_lock,
+    write_lock,
+)
 from kit.recipe.schema import Recipe
 from kit.recipe.sources import HubModel
 
@@ -124,3 +136,32 @@ def resolve(recipe: Recipe, recipe_file: str, base_sha256: str, *, images: bool 
         resolved_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         pins=pins,
     )
+
+
+@dataclass(frozen=True)
+class RecipeLock:
+    """What :func:`lock_recipe` did: the lock it wrote (None: nothing was open), and the old
+    lock it removed because it no longer fitted the recipe (None: none)."""
+
+    written: Path | None
+    removed: Path | None = None
+
+
+def lock_recipe(path: str | Path, images: bool) -> RecipeLock:
+    """Resolve what the recipe at ``path`` leaves open and write its lock beside it; the GPU
+    base image only with ``images``. When nothing is open no lock is written, and an old one
+    that no longer fits the recipe (which every load would refuse) is removed."""
+    loaded = load_recipe(path, use_lock=False)
+    sha256 = loaded.recipe.sha256()
+    lock = resolve(loaded.recipe, loaded.path.name, sha256, images=images)
+    where = lock_path(loaded.path)
+    if lock.pins:
+        return RecipeLock(write_lock(where, lock))
+    try:
+        old = read_lock(where, str(path))
+    except KitError:
+        old = None  # malformed: it fits nothing
+    if where.exists() and (old is None or old.recipe_sha256 != sha256):
+        where.unlink()
+        return RecipeLock(None, removed=where)
+    return RecipeLock(None)

@@ -10,7 +10,6 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -21,7 +20,6 @@ from kit.bench.claims import (
     ContextRung,
     Soak,
     SoakTurn,
-    memory_probe,
     run_context,
     run_soak,
 )
@@ -29,12 +27,11 @@ from kit.build import Built
 from kit.engine import EngineEnv
 from kit.errors import KitError
 from kit.installer import InstallError
-from kit.nodes import is_local
 from kit.peers import PEERS, PeerJob, Peers, run_peers, summary_notes
 from kit.peers.install import ensure_venv
 from kit.probe import GpuSampler, HostLoadSampler
-from kit.probe.hostspeed import HostSpeedWitness, WitnessPlan, binding_cpus, plan
-from kit.probe.schedstat import EngineClock, supported
+from kit.probe.hostspeed import HostSpeedWitness, WitnessPlan
+from kit.probe.schedstat import EngineClock
 from kit.progress import Status
 from kit.quality import ProbeJob, QualityProbe, find_reference, run_probe
 from kit.quality.harness import (
@@ -60,6 +57,7 @@ from kit.roofline import (
     read_safetensors_header,
     roofline,
 )
+from kit.runtimes import Runtime, serving
 from kit.vllm_bench import VllmBench, VllmBenchJob, run_vllm_bench
 
 log = logging.getLogger(__name__)
@@ -100,27 +98,29 @@ def _pids(witness: HostSpeedWitness | None) -> list[int]:
     return [pid] if pid is not None else []
 
 
+def _binding(server: ServerInfo | None) -> str | None:
+    choices = server.engine_choices if server is not None else None
+    return choices.cpu_binding if choices is not None else None
+
+
+def _runtime(server: ServerInfo | None) -> Runtime:
+    return serving(server.runtime if server is not None else None)
+
+
 def engine_clock(loaded: LoadedRecipe, server: ServerInfo | None) -> EngineClock | None:
     """The scheduler's account of each measured request (kit.probe.schedstat): the sequential
-    protocol, against a server kit started here natively (its processes are kit's children),
-    on a kernel that keeps per-thread schedstat."""
-    if loaded.recipe.bench.load is not None or server is None or server.runtime != "native":
+    protocol, where the server's runtime sees the engine's threads (kit.runtimes)."""
+    if loaded.recipe.bench.load is not None:
         return None
-    if not supported():
-        return None
-    choices = server.engine_choices
-    return EngineClock(binding_cpus(choices.cpu_binding if choices is not None else None))
+    return _runtime(server).engine_clock(_binding(server))
 
 
 def witness_plan(url: str, loaded: LoadedRecipe, server: ServerInfo | None) -> WitnessPlan:
-    """Where the host-speed witness runs for this server (kit.probe.hostspeed.plan): the
-    sequential protocol only, on the engine's cores where its log names them."""
+    """Where the host-speed witness runs for this server (its runtime's plan): the sequential
+    protocol only, on the engine's cores where its log names them."""
     if loaded.recipe.bench.load is not None:
         return WitnessPlan(None)
-    runtime = server.runtime if server is not None else "external"
-    choices = server.engine_choices if server is not None else None
-    local = runtime == "native" or is_local(urlsplit(url).hostname or "")
-    return plan(runtime, local, choices.cpu_binding if choices is not None else None)
+    return _runtime(server).witness_plan(url, _binding(server))
 
 
 class LogSpans:
@@ -403,8 +403,7 @@ def claims_beside(
                     }
                 )
         if bench.soak is not None:
-            runtime = server.runtime if server is not None else "external"
-            memory = memory_probe(recipe.server.engine.device, runtime)
+            memory = _runtime(server).memory_probe(recipe.server.engine.device)
             try:
                 soak = run_soak(client, bench.soak, max_len, memory, on_turn=_turn_line)
             except (KitError, OSError, ValueError) as exc:

@@ -29,11 +29,13 @@ def newer_than_known(data: Any, upgrades: Sequence[Upgrade]) -> int | None:
 
 
 def upgrade(data: dict[str, Any], upgrades: Sequence[Upgrade]) -> dict[str, Any]:
-    """``data`` brought to the current version. A version that is not a known integer is left
-    as it is, for the model's own validation to name."""
+    """``data`` brought to the current version, each step's result stamped with the version it
+    reached. A version that is not a known integer is left as it is, for the model's own
+    validation to name."""
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         return data
     for step in upgrades[version - 1 :]:
-        data = step(data)
+        version += 1
+        data = {**step(data), "schema_version": version}
     return data

@@ -11,7 +11,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -21,8 +21,7 @@ from kit.build import Built, build
 from kit.engine import EngineEnv
 from kit.errors import BadInputError
 from kit.measure import measured_bandwidth
-from kit.preflight import preflight, serve_checks, settle
-from kit.preflight.pins import dataset_checks
+from kit.preflight import serve_checks, settle
 from kit.probe import probe_host
 from kit.progress import Status
 from kit.recipe import LoadedRecipe
@@ -31,15 +30,17 @@ from kit.report.schema import Report, ServerInfo
 from kit.rerun import Rerun
 from kit.roofline import Bandwidth
 from kit.run import RunJob, Served, run_and_report
-from kit.serve import NativeRuntime, RunningServer
+from kit.runtimes import External, MultiNode, Native, Place
+from kit.serve import RunningServer
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class NativeTarget:
-    """A server kit starts here as its child, on the engine installed while the model was
-    built; the bandwidth is measured before it takes the GPUs."""
+    """A server kit starts here as its child (``runtime``: on one host, or over the recipe's
+    nodes), on the engine installed while the model was built; the bandwidth is measured
+    before it takes the GPUs."""
 
     loaded: LoadedRecipe
     built: Built
@@ -47,8 +48,8 @@ class NativeTarget:
     log_path: Path
     port: int | None
     setup: Setup
+    runtime: Native
     notes: tuple[str, ...] = ()
-    host_load: bool = True  # the server is kit's child: its CPU is "ours"
 
     def engine(self) -> EngineEnv:
         return self.engine_job.result()  # re-raises what the install raised
@@ -59,11 +60,11 @@ class NativeTarget:
     @contextlib.contextmanager
     def serve(self) -> Iterator[Served]:
         status = Status()
-        runtime = NativeRuntime(
+        starter = self.runtime.server(
             self.engine(), progress=lambda s: status(f"serve: booting ({s:.0f} s)")
         )
         try:
-            with runtime.start(
+            with starter.start(
                 self.loaded.recipe,
                 self.built.served_dir,
                 self.built.draft_dir,
@@ -73,7 +74,7 @@ class NativeTarget:
                 status.done()
                 yield Served(
                     server.url,
-                    lambda: server_info(server, "native"),
+                    lambda: server_info(server, self.runtime.name),
                     server.exit_reason,
                     log=server.log_path,
                 )
@@ -96,7 +97,8 @@ def reproduce(
     A failure after the build still writes a report marked incomplete (with the runs made so
     far) before the error propagates.
     """
-    preflight(loaded, engine_python=engine_python, port=port, out_dir=out_root)
+    runtime = Native().for_recipe(loaded.recipe)
+    runtime.preflight(loaded, Place(port, out_root, engine_python))
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     host = host_for_report(probe_host(redact=True))
@@ -108,9 +110,8 @@ def reproduce(
             engine_mod.resolve, server_recipe.engine, server_recipe.patches, engine_python
         )
         built = build(loaded)
-    target = NativeTarget(
-        loaded, built, engine_job, out_dir / "server.log", port, Setup(host=host, built=built)
-    )
+    setup = Setup(host=host, built=built)
+    target = NativeTarget(loaded, built, engine_job, out_dir / "server.log", port, setup, runtime)
     return run_and_report(RunJob(loaded, run_id, out_dir, private_key, rerun), target)
 
 
@@ -121,7 +122,7 @@ class ExternalTarget:
 
     url: str
     setup: Setup
-    host_load: bool = False
+    runtime: External = field(default_factory=External)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -135,7 +136,7 @@ class ExternalTarget:
 
     @contextlib.contextmanager
     def serve(self) -> Iterator[Served]:
-        info = ServerInfo(runtime="external", argv=[], env={}, boot_s=None)
+        info = ServerInfo(runtime=self.runtime.name, argv=[], env={}, boot_s=None)
         yield Served(self.url, lambda: info)
 
 
@@ -143,7 +144,7 @@ def bench_target(
     url: str, loaded: LoadedRecipe, out_root: Path, private_key: Ed25519PrivateKey | None = None
 ) -> tuple[Report, Path]:
     """Bench an already running OpenAI server with the recipe's protocol."""
-    for check in dataset_checks(loaded):  # a wrong dataset file before any request
+    for check in External().checks(loaded):  # a wrong dataset file before any request
         if not check.ok:
             raise BadInputError(check.detail, hint=check.hint)
     run_id = new_run_id()
@@ -167,9 +168,12 @@ def serve(
     built = build(loaded)
     server_recipe = loaded.recipe.server
     env = engine_mod.resolve(server_recipe.engine, server_recipe.patches, engine_python)
-    with NativeRuntime(env).start(
-        loaded.recipe, built.served_dir, built.draft_dir, log_path, port
-    ) as server:
+    with (
+        Native()
+        .for_recipe(loaded.recipe)
+        .server(env)
+        .start(loaded.recipe, built.served_dir, built.draft_dir, log_path, port) as server
+    ):
         yield server
 
 
@@ -181,6 +185,8 @@ def serve_node(
     built = build(loaded)
     server_recipe = loaded.recipe.server
     env = engine_mod.resolve(server_recipe.engine, server_recipe.patches, engine_python)
-    return NativeRuntime(env).run_node(
-        loaded.recipe, built.served_dir, built.draft_dir, rank, log_path
+    return (
+        MultiNode()
+        .server(env)
+        .run_node(loaded.recipe, built.served_dir, built.draft_dir, rank, log_path)
     )

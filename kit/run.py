@@ -30,6 +30,7 @@ from kit.report.files import write_report
 from kit.report.schema import Report, ServerInfo
 from kit.rerun import Rerun
 from kit.roofline import Bandwidth
+from kit.runtimes import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,12 @@ class Served:
 
 
 class Target(Protocol):
-    """A runtime's side of a run: a server kit starts here, one it was given (``kit bench
+    """A runtime's side of one run: a server kit starts here, one it was given (``kit bench
     --target``), or the compose stack's (the bench sidecar)."""
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime (kit.runtimes): what the report calls it, how the host is probed."""
 
     @property
     def setup(self) -> Setup:
@@ -56,11 +61,7 @@ class Target(Protocol):
 
     @property
     def notes(self) -> tuple[str, ...]:
-        """What the report says of this runtime."""
-
-    @property
-    def host_load(self) -> bool:
-        """Whether the host's other work can be told from the server's (sampled if so)."""
+        """What the report says of this run's server."""
 
     def engine(self) -> EngineEnv | None:
         """The engine that serves (None: not kit's to know)."""
@@ -124,7 +125,7 @@ def run_and_report(job: RunJob, target: Target) -> tuple[Report, Path]:
             started = _noted(started, [speed.note] if speed.note else [])
             try:
                 watch = Witnesses(
-                    host_load=target.host_load,
+                    host_load=target.runtime.host_load,
                     host_speed=speed.cpus,
                     cpu_clock=engine_clock(loaded, setup.server),
                     server_log=served.log,

@@ -21,22 +21,14 @@ from kit.probe.hostspeed import HostSpeed, median_speed
 from kit.recipe import Prompt
 
 
-def _no_headline_unsaid(handler: SerializerFunctionWrapHandler, model: KitModel) -> Any:
-    data = handler(model)
-    if data.get("headline") is None:
-        data.pop("headline", None)  # a report from before headlines is written as it was
-    return data
-
-
 class PromptSummary(KitModel):
     prompt: str = Field(description="Prompt name.")
     max_tokens: int = Field(description="max_tokens sent.")
     measured: int = Field(description="Measured runs attempted.")
     usable: int = Field(description="Usable measured runs (the statistics use these).")
-    headline: Headline | None = Field(
-        None,
+    headline: Headline = Field(
         description="The decode tokens/s kit leads with: the median of the usable measured "
-        "runs that were not held streams, with its bootstrap interval (kit.noise).",
+        "runs that were not held streams, with its bootstrap interval (kit.noise)."
     )
     decode_tps: Stats = Field(
         description="Decode tokens/s over every usable run: the Club-3090 mean and std, for "
@@ -54,10 +46,10 @@ class PromptSummary(KitModel):
     )
 
     @model_serializer(mode="wrap")
-    def _headline_when_made(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = _no_headline_unsaid(handler, self)
+    def _witness_when_run(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
         if data.get("host_speed") is None:
-            data.pop("host_speed", None)  # so is a run without the witness
+            data.pop("host_speed", None)  # a run without the witness is written without it
         return data
 
 
@@ -69,12 +61,17 @@ class PrefillResult(KitModel):
     ttft_ms: Stats | None = Field(None, description="TTFT, ms.")
     prefill_tps: Stats | None = Field(None, description="prompt_tokens / TTFT.")
     headline: Headline | None = Field(
-        None, description="prompt_tokens / TTFT: the median of the runs with its interval."
+        None,
+        description="prompt_tokens / TTFT: the median of the runs with its interval (absent "
+        "where the depth was not measured).",
     )
 
     @model_serializer(mode="wrap")
-    def _headline_when_made(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _no_headline_unsaid(handler, self)
+    def _headline_when_measured(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if data.get("headline") is None:
+            data.pop("headline", None)  # a depth skipped or failed has none
+        return data
 
 
 class BenchResult(KitModel):

@@ -12,7 +12,19 @@ import logging
 import click
 
 from kit import __version__
-from kit.cli import containers, fleet, host, importer, keys, patches, recipe, report, run, schema
+from kit.cli import (
+    containers,
+    fleet,
+    host,
+    importer,
+    keys,
+    patches,
+    recipe,
+    report,
+    report_files,
+    run,
+    schema,
+)
 from kit.cli.boundary import KitGroup
 from kit.cli.options import examples
 from kit.console import setup_logging
@@ -56,3 +68,6 @@ for _command in (
     importer.import_file,
 ):
     main.add_command(_command)
+# the report group's commands of kit/cli/report_files.py (no command module imports another)
+report.report.add_command(report_files.report_table)
+report.report.add_command(report_files.report_attest)

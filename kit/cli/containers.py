@@ -177,13 +177,13 @@ def compose_env(
     from kit.probe.redaction import secret_file
 
     loaded = load_recipe(path, overrides)
-    values = compose_mod.render(
-        loaded,
+    stack = compose_mod.StackEnv(
         reports_dir=Path(reports),
         signing_key=compose_mod.signing_key_file(key_path, not no_sign),
         redaction_key=secret_file(),
         host_port=port or (compose_mod.port_of(Path(output)) if output else None),
     )
+    values = compose_mod.render(loaded, stack)
     if output:
         compose_mod.write_env(loaded, values, Path(output))
         click.echo(output)

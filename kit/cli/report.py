@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from kit.cli.options import examples, exit_by_verdict, fail_on_option
-from kit.cli.report_files import report_attest, report_table
 from kit.cli.signers import (
     PUB_HELP,
     allow_unsigned_option,
@@ -303,7 +302,3 @@ def report_html(
     loaded, check = read_report(Path(path), key, trust=trust, **policy)
     out = Path(output) if output else html_path(Path(path))
     click.echo(str(write_html(loaded, check, out)))
-
-
-report.add_command(report_table)
-report.add_command(report_attest)

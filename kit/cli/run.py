@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -16,7 +16,6 @@ from kit.cli.options import (
     F,
     base_url,
     examples,
-    exit_by_verdict,
     fail_on_option,
     set_option,
     sign_options,
@@ -68,14 +67,41 @@ def _runtime_option(text: str) -> Callable[[F], F]:
     )
 
 
-def _echo_run(report: Report, where: Path) -> None:
-    """The summary table on stderr, the report's path on stdout; exit 3 unless complete."""
+def _trust_options(f: F) -> F:
+    """``--report-key``, ``--allow-untrusted``, ``--allow-unsigned``: who a shared report
+    (``kit reproduce REPORT.json``) must be signed by."""
+    f = click.option(
+        "--allow-unsigned",
+        is_flag=True,
+        help="REPORT.json: re-run an unsigned report (nothing then shows who wrote it or that "
+        "it is unaltered).",
+    )(f)
+    f = click.option(
+        "--allow-untrusted",
+        is_flag=True,
+        help="REPORT.json: re-run a report whose signer is neither given nor trusted (its "
+        "signature then proves nothing; a tampered report cannot be told apart).",
+    )(f)
+    return click.option(
+        "--report-key",
+        "report_key",
+        type=click.Path(dir_okay=False),
+        help="REPORT.json: the public key (.pub) it must be signed with; without it, the "
+        "trusted keys (`kit keys trust`).",
+    )(f)
+
+
+def _echo_run(report: Report, where: Path, code: int | None = None) -> None:
+    """The summary table on stderr, the report's path on stdout; then exit ``code`` (default:
+    3 unless complete)."""
     from kit.report.show import summary_table
 
     click.echo(summary_table(report), err=True)
     click.echo(str(where))
-    if report.status != "complete":
-        sys.exit(EXIT_ENVIRONMENT)
+    if code is None:
+        code = EXIT_ENVIRONMENT if report.status != "complete" else 0
+    if code:
+        sys.exit(code)
 
 
 @click.command("build", epilog=examples("kit build recipes/cpu-tiny.yaml"))
@@ -182,22 +208,9 @@ def bench(
 
     loaded = load_recipe(path or str(REFERENCE_PROTOCOL), overrides)
     if fidelity_rounds is not None:
-        from kit.bench import model_info
-        from kit.fidelity import fidelity, fidelity_table
-        from kit.report.assemble import new_run_id
+        from kit.fidelity import bench_fidelity, fidelity_table
 
-        model, _ = model_info(target)
-        out = Path(out_dir) / f"fidelity-{loaded.recipe.name}-{new_run_id()}.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        click.echo(f"kit bench --fidelity: writing {out} as it goes", err=True)
-        result = fidelity(
-            target,
-            loaded.recipe.bench,
-            model,
-            rounds=fidelity_rounds,
-            recipe=loaded.recipe,
-            out_file=out,
-        )
+        result, out = bench_fidelity(target, loaded, fidelity_rounds, Path(out_dir))
         click.echo(fidelity_table(result), err=True)
         click.echo(str(out))
         return
@@ -240,17 +253,36 @@ def preflight(
     the engine's package index); items not checked (a size not known offline) fail nothing.
     `kit reproduce` runs the same checks first, with the same --port, -o and --engine-python.
     """
-    from kit.preflight import assumed_rig, checks, refuse, table
+    from kit.preflight import assumed_rig, refuse, table
+    from kit.runtimes import BY_NAME, Place
 
     loaded = load_recipe(path, overrides)
     cards = assumed_rig(rig) if rig else None
-    items = checks(loaded, runtime, cards, engine_python, port=port, out_dir=Path(out_dir))
+    place = Place(port, Path(out_dir), engine_python)
+    items = BY_NAME[runtime].for_recipe(loaded.recipe).checks(loaded, place, cards)
     click.echo(table(items))
     refuse(loaded.recipe.name, items)
 
 
+REPRODUCE_HELP = """All stages: build, serve, bench, report (signed when a key is available). The
+recipe's lock file applies where there is one (`kit lock`); --resolve writes it first.
+
+PATH may also be a shared report (REPORT.json): it is verified first (exit 1 on a bad
+signature or a tampered file), its embedded recipe is run natively with the pins it ran with
+(its patch series must be this checkout's), and the new report ends with the verdict on this run
+against it: REPRODUCED (exit 0), DIFFERENT (which figures, which way, and the likely
+causes; exit 4, see --fail-on), INCONCLUSIVE (a side INVALID or a band too wide; exit 5)
+or NOT COMPARABLE (exit 1). --set makes the run a variation.
+
+A recipe whose reference has load points (`kit import` of another tool's result file) ends
+likewise with this run's points judged against the file's, point by point and overall, and
+exits by that verdict.
+"""
+
+
 @click.command(
     "reproduce",
+    help=REPRODUCE_HELP,
     epilog=examples(
         "kit reproduce recipes/cpu-tiny.yaml",
         "kit reproduce recipes/cpu-tiny.yaml --set bench.runs=3 -o /tmp/reports",
@@ -270,25 +302,7 @@ def preflight(
     help="Resolve what the recipe leaves open and write its lock first (as `kit lock`; the "
     "base image only with --runtime compose).",
 )
-@click.option(
-    "--report-key",
-    "report_key",
-    type=click.Path(dir_okay=False),
-    help="REPORT.json: the public key (.pub) it must be signed with; without it, the "
-    "trusted keys (`kit keys trust`).",
-)
-@click.option(
-    "--allow-untrusted",
-    is_flag=True,
-    help="REPORT.json: re-run a report whose signer is neither given nor trusted (its "
-    "signature then proves nothing; a tampered report cannot be told apart).",
-)
-@click.option(
-    "--allow-unsigned",
-    is_flag=True,
-    help="REPORT.json: re-run an unsigned report (nothing then shows who wrote it or that it "
-    "is unaltered).",
-)
+@_trust_options
 @fail_on_option
 def reproduce(
     path: str,
@@ -298,112 +312,34 @@ def reproduce(
     engine_python: str | None,
     key_path: str | None,
     no_sign: bool,
-    runtime: str,
+    runtime: Literal["native", "compose"],
     resolve: bool,
     report_key: str | None,
     allow_untrusted: bool,
     allow_unsigned: bool,
     fail_on: str,
 ) -> None:
-    """All stages: build, serve, bench, report (signed when a key is available). The
-    recipe's lock file applies where there is one (`kit lock`); --resolve writes it first.
-
-    PATH may also be a shared report (REPORT.json): it is verified first (exit 1 on a bad
-    signature or a tampered file), its embedded recipe is run natively with the pins it ran with
-    (its patch series must be this checkout's), and the new report ends with the verdict on this run
-    against it: REPRODUCED (exit 0), DIFFERENT (which figures, which way, and the likely
-    causes; exit 4, see --fail-on), INCONCLUSIVE (a side INVALID or a band too wide; exit 5)
-    or NOT COMPARABLE (exit 1). --set makes the run a variation.
-
-    A recipe whose reference has load points (`kit import` of another tool's result file) ends
-    likewise with this run's points judged against the file's, point by point and overall, and
-    exits by that verdict.
-    """
-    from kit.pipeline import reproduce as run
-    from kit.rerun import is_report_file
+    from kit.reproduce import ReportTrust, ReproduceRequest
+    from kit.reproduce import reproduce as run
     from kit.serve import install_sigterm_handler
-    from kit.signing import signing_key
 
     install_sigterm_handler()
-    rerun = None
-    if is_report_file(path):
-        from kit.errors import BadInputError
-        from kit.rerun import prepare_rerun
-
-        if resolve:
-            raise BadInputError(
-                "--resolve is for a recipe: a report carries the pins it ran with",
-                hint=f"kit reproduce {path} (without --resolve)",
-            )
-        if runtime == "compose":
-            # the sidecar runs the embedded recipe from no file it could mount (kit.compose.env)
-            raise BadInputError(
-                "a re-run of a report runs natively: --runtime compose takes a recipe",
-                hint=f"kit reproduce {path} (without --runtime compose)",
-            )
-        rerun, loaded = prepare_rerun(
-            Path(path),
-            overrides,
-            report_key=Path(report_key) if report_key else None,
-            allow_untrusted=allow_untrusted,
-            allow_unsigned=allow_unsigned,
-        )
-    elif report_key or allow_untrusted or allow_unsigned:
-        from kit.errors import BadInputError
-
-        raise BadInputError(
-            "--report-key, --allow-untrusted and --allow-unsigned are for kit reproduce "
-            "REPORT.json",
-            hint="name a report file, or drop them",
-        )
-    if rerun is None:
-        if resolve:
-            from kit.cli.recipe import write_recipe_lock
-            from kit.preflight import place_checks, settle
-
-            # the lock may pull an image: the port and the output folder are checked first
-            settle(path, place_checks(port, Path(out_dir)))
-
-            # the image is resolved for the container runtime only: a native run does not use it
-            locked = write_recipe_lock(path, images=runtime == "compose")
-            log.info("reproduce: %s", f"locked {locked}" if locked else "nothing to lock")
-        loaded = load_recipe(path, overrides)
-        if resolve:
-            loaded = loaded.model_copy(update={"resolved": True})
-    if runtime == "compose":
-        from kit import compose as compose_mod
-        from kit.errors import BadInputError
-
-        if engine_python:
-            raise BadInputError(
-                "--engine-python is for --runtime native",
-                hint="the compose runtime serves the engine baked into the image",
-            )
-        report, where = compose_mod.reproduce(
-            loaded, Path(out_dir), key_path=key_path, sign=not no_sign, port=port
-        )
-    else:
-        key = signing_key(key_path, not no_sign)
-        report, where = run(
-            loaded,
-            Path(out_dir),
-            engine_python=engine_python,
-            port=port,
-            private_key=key,
-            rerun=rerun,
-        )
-    if report.reproduction is not None:
-        click.echo(report.reproduction.text(), err=True)
-    points = None
-    reference = loaded.recipe.reference
-    if report.reproduction is None and reference is not None and reference.points:
-        from kit.report.points import compare_points
-
-        # an imported result (`kit import`): this run's points against the file's, one by one
-        points = compare_points(report, reference)
-        click.echo(points.text(), err=True)
-    _echo_run(report, where)
-    if report.reproduction is not None:
-        exit_by_verdict(report.reproduction, fail_on)
-    elif points is not None:
-        exit_by_verdict(points, fail_on)
+    trust = ReportTrust(Path(report_key) if report_key else None, allow_untrusted, allow_unsigned)
+    request = ReproduceRequest(
+        path=path,
+        overrides=overrides,
+        runtime=runtime,
+        out_dir=Path(out_dir),
+        port=port,
+        engine_python=engine_python,
+        key_path=key_path,
+        sign=not no_sign,
+        resolve=resolve,
+        trust=trust,
+        fail_on=fail_on,
+    )
+    result = run(request)
+    for verdict in (result.report.reproduction, result.points):
+        if verdict is not None:
+            click.echo(verdict.text(), err=True)
+    _echo_run(result.report, result.path, result.exit_code)

@@ -1,15 +1,12 @@
-"""The compose runtime: the recipe's stack in containers (compose.yaml), run for real.
+"""The compose runtime (kit.runtimes.Compose): the recipe's stack in containers, run for real.
 
-- :mod:`kit.compose.env`: the env file compose.yaml reads, rendered from a recipe
-  (``kit compose env``); every recipe-dependent value comes from it.
-- :mod:`kit.compose.project`: the compose binary and the project kit drives through it.
-- :mod:`kit.compose.stack`: :class:`ComposeRuntime` (the :class:`kit.serve.Runtime` seam with
-  a ``server`` container) and :func:`reproduce` (``prepare`` -> ``server`` healthy ->
-  ``bench``, always ``down``).
-- :mod:`kit.compose.roles`: what the containers run (``python -m kit.compose ROLE``).
+:mod:`~kit.compose.env` renders the env file compose.yaml reads, :mod:`~kit.compose.project`
+drives ``docker compose``, :mod:`~kit.compose.stack` runs the stack (:func:`reproduce`: prepare,
+server, bench, always down) and :mod:`~kit.compose.roles` is what the containers run.
 """
 
 from kit.compose.env import (
+    StackEnv,
     env_text,
     port_of,
     project_name,
@@ -18,12 +15,20 @@ from kit.compose.env import (
     write_env,
 )
 from kit.compose.project import ComposeProject, compose_command
-from kit.compose.stack import ComposeRuntime, ContainerServer, reproduce, require_gpus
+from kit.compose.stack import (
+    ComposeRuntime,
+    ContainerServer,
+    StackOptions,
+    reproduce,
+    require_gpus,
+)
 
 __all__ = [
     "ComposeProject",
     "ComposeRuntime",
     "ContainerServer",
+    "StackEnv",
+    "StackOptions",
     "compose_command",
     "env_text",
     "port_of",

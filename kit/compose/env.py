@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from kit import image
@@ -105,26 +106,28 @@ def signing_key_file(key_path: str | None, sign: bool = True) -> Path | None:
     return path.resolve()
 
 
-# TODO(lead): kit/cli/containers.py calls this one keyword per option; a parameter object for them
-# lands with that call site (kit/cli was off limits to this change).
-def render(  # noqa: PLR0913
-    loaded: LoadedRecipe,
-    *,
-    image_ref: str | None = None,
-    image_id: str | None = None,
-    reports_dir: Path | None = None,
-    signing_key: Path | None = None,
-    redaction_key: Path | None = None,
-    host_port: int | None = None,
-    run_id: str = "",
-) -> dict[str, str]:
+@dataclass(frozen=True)
+class StackEnv:
+    """What the env file says besides the recipe: the image (default: the recipe's tag, and
+    the id the Docker engine has for it), where the sidecar writes reports, the keys it
+    mounts, the host port (default: a free one) and the run id."""
+
+    image_ref: str | None = None
+    image_id: str | None = None
+    reports_dir: Path | None = None
+    signing_key: Path | None = None
+    redaction_key: Path | None = None
+    host_port: int | None = None
+    run_id: str = ""
+
+
+def render(loaded: LoadedRecipe, stack: StackEnv = StackEnv()) -> dict[str, str]:
     """Every variable compose.yaml reads, for one recipe (in the order they are written)."""
     recipe = loaded.recipe
     mount, recipe_file = _recipe_mount(loaded)
     gpu = recipe.server.engine.device == "cuda"
-    image_ref = image_ref or image.plan(loaded, allow_unpinned=True).tag
-    if image_id is None:
-        image_id = _local_image_id(image_ref)
+    image_ref = stack.image_ref or image.plan(loaded, allow_unpinned=True).tag
+    image_id = stack.image_id if stack.image_id is not None else _local_image_id(image_ref)
     files = ["compose.yaml", GPU_COMPOSE_FILE] if gpu else ["compose.yaml"]
     return {
         "COMPOSE_PROJECT_NAME": project_name(recipe),
@@ -144,18 +147,18 @@ def render(  # noqa: PLR0913
         # server.nodes: replicas of server-worker, the nodes after the head (0 on one host)
         "KIT_WORKER_NODES": str(recipe.server.nodes.count - 1 if recipe.server.nodes else 0),
         "KIT_PORT": str(CONTAINER_PORT),
-        "KIT_HOST_PORT": str(host_port or free_port()),
+        "KIT_HOST_PORT": str(stack.host_port or free_port()),
         "KIT_HEALTH_START_PERIOD": f"{int(recipe.server.health_timeout_s)}s",
         # several GPU workers share memory through /dev/shm: the host's IPC namespace
         "KIT_IPC": "host" if gpu else "private",
         "KIT_SHM_SIZE": "16g" if gpu else "1g",
         "KIT_CACHE_VOLUME": CACHE_VOLUME,
-        "KIT_REPORTS_DIR": str((reports_dir or Path("reports")).resolve()),
-        "KIT_SIGNING_KEY_FILE": str(signing_key) if signing_key else NO_KEY,
-        "KIT_REDACTION_KEY_FILE": str(redaction_key) if redaction_key else NO_KEY,
+        "KIT_REPORTS_DIR": str((stack.reports_dir or Path("reports")).resolve()),
+        "KIT_SIGNING_KEY_FILE": str(stack.signing_key) if stack.signing_key else NO_KEY,
+        "KIT_REDACTION_KEY_FILE": str(stack.redaction_key) if stack.redaction_key else NO_KEY,
         "KIT_UID": str(os.getuid()),
         "KIT_GID": str(os.getgid()),
-        "KIT_RUN_ID": run_id,
+        "KIT_RUN_ID": stack.run_id,
         # the host's name (a stand-in) and OS, which the bench sidecar cannot see itself
         "KIT_HOST_FACTS": host_facts_for_containers(),
     }

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,7 @@ from kit.quantize import QuantManifest
 from kit.recipe import LoadedRecipe, Recipe, load_recipe
 from kit.report.schema import ServerInfo
 from kit.report.show import summary_table
+from kit.runtimes import Compose
 from kit.serve import install_sigterm_handler, server_args
 from kit.serve.slack import set_timer_slack
 from kit.signing import load_private_key
@@ -216,8 +217,8 @@ class SidecarTarget:
     env: EngineEnv
     url: str
     setup: Setup
+    runtime: Compose = field(default_factory=Compose)
     notes: tuple[str, ...] = ("ran in containers: the host probed from the sidecar",)
-    host_load: bool = True  # sampled from the sidecar
 
     def engine(self) -> EngineEnv:
         return self.env
@@ -239,7 +240,7 @@ class SidecarTarget:
         boot = os.environ.get("KIT_SERVER_BOOT_S")
         nodes = self.loaded.recipe.server.nodes
         info = ServerInfo(
-            runtime="compose",
+            runtime=self.runtime.name,
             argv=display_argv(server_argv(self.loaded, self.prepared, self.env.python)),
             env=self.loaded.recipe.server.engine_env,
             boot_s=float(boot) if boot else None,

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from kit import image
-from kit.compose.env import render, signing_key_file, write_env
+from kit.compose.env import StackEnv, render, signing_key_file, write_env
 from kit.compose.nodes import WORKER_SERVICE
 from kit.compose.project import ComposeProject, compose_command
 from kit.errors import BadInputError, EnvironmentProblem, ServerError
-from kit.preflight import preflight
 from kit.probe import probe_host
 from kit.probe.redaction import secret_file
 from kit.recipe import LoadedRecipe, Recipe
 from kit.report.files import read_report, write_report
 from kit.report.schema import Report, ServerInfo
+from kit.runtimes import Compose, Place
 from kit.serve import RunningServer, check_port, free_port
 from kit.signing import load_private_key
 
@@ -186,17 +186,21 @@ def _image_for(
     return image.build(loaded, **{**options, **(build_options or {})})
 
 
-# TODO(lead): kit/cli/run.py calls this one keyword per option; a parameter object for them
-# lands with that call site (kit/cli was off limits to this change).
-def reproduce(  # noqa: PLR0913
-    loaded: LoadedRecipe,
-    out_root: Path,
-    *,
-    key_path: str | None = None,
-    sign: bool = True,
-    port: int | None = None,
-    build: bool = True,
-    build_options: dict[str, Any] | None = None,
+@dataclass(frozen=True)
+class StackOptions:
+    """How the stack runs: the key the sidecar signs with (``key_path``, else kit's; none with
+    ``sign`` false), the host port (None: a free one), and the image: built (with
+    :func:`kit.image.build`'s ``build_options``) or the one there."""
+
+    key_path: str | None = None
+    sign: bool = True
+    port: int | None = None
+    build: bool = True
+    build_options: dict[str, Any] | None = None
+
+
+def reproduce(
+    loaded: LoadedRecipe, out_root: Path, options: StackOptions = StackOptions()
 ) -> tuple[Report, Path]:
     """prepare -> server (healthy) -> bench in containers; always ``down``. Returns the report
     the bench sidecar wrote and its path. A failure keeps a report marked incomplete (the
@@ -204,28 +208,30 @@ def reproduce(  # noqa: PLR0913
     # lazy: every container loads kit.compose; the bench side loads only where used
     from kit.report.assemble import new_run_id  # noqa: PLC0415
 
-    preflight(loaded, "compose", port=port, out_dir=out_root)
+    Compose().preflight(loaded, Place(options.port, out_root))
     image.engine_version()
     command = compose_command()
     if loaded.recipe.server.engine.device == "cuda":
         require_gpus(loaded.recipe)
-    key_file = signing_key_file(key_path, sign)
-    if sign and key_file is None:
+    key_file = signing_key_file(options.key_path, options.sign)
+    if options.sign and key_file is None:
         log.warning("report: no signing key: the report will be unsigned (kit keys generate)")
-    host_port = port or free_port()
+    host_port = options.port or free_port()
     check_port("127.0.0.1", host_port)
-    info = _image_for(loaded, build, build_options)
+    info = _image_for(loaded, options.build, options.build_options)
     run_id = new_run_id()
     out_dir = out_root / f"{loaded.recipe.name}-{run_id}"
     values = render(
         loaded,
-        image_ref=info.ref,
-        image_id=info.id,
-        reports_dir=out_root,
-        signing_key=key_file,
-        redaction_key=secret_file(),
-        host_port=host_port,
-        run_id=run_id,
+        StackEnv(
+            image_ref=info.ref,
+            image_id=info.id,
+            reports_dir=out_root,
+            signing_key=key_file,
+            redaction_key=secret_file(),
+            host_port=host_port,
+            run_id=run_id,
+        ),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     project = ComposeProject(
@@ -309,7 +315,9 @@ def _failure_report(loaded: LoadedRecipe, attempt: _Attempt, exc: BaseException)
 
     setup = Setup(
         host=host_for_report(probe_host(redact=True)),
-        server=ServerInfo(runtime="compose", argv=[], env={}, boot_s=boot, log_file="server.log"),
+        server=ServerInfo(
+            runtime=Compose.name, argv=[], env={}, boot_s=boot, log_file="server.log"
+        ),
         image=ImageRef(ref=info.ref, id=info.id),
     )
     report = finish_report(new_report(loaded, run_id), setup, None, failure=failure_text(exc))

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import cast
 
 from kit.bench.load import LoadPoint, Percentiles
+from kit.figures import AGREEMENT_PCT
 from kit.importers import Imported, ImportedPoint, read_file
-from kit.peers.schema import FIGURES, TOLERANCE_PCT, FigureSpec, KitPoint, PeerFigure
+from kit.peers.schema import FIGURES, FigureSpec, KitPoint, PeerFigure
 from kit.recipe.figures import Definition, LatencyFigures, PointFigure
 
 # a statistic of ours, by its name in a tool's published LatencyFigures
@@ -77,7 +78,7 @@ def compare_figures(
                 kit=ours,
                 compared_with=named if mine is not None else None,
                 delta_pct=delta,
-                within=abs(delta) <= TOLERANCE_PCT if delta is not None else None,
+                within=abs(delta) <= AGREEMENT_PCT if delta is not None else None,
             )
         )
     return out
@@ -105,6 +106,6 @@ def differences(label: str, tool: str, figures: list[PeerFigure]) -> list[str]:
         if spec.headline and f.within is False and f.delta_pct is not None:
             out.append(
                 f"{label}: {tool} {spec.title} {f.peer:.4g} {spec.unit}, kit {f.kit:.4g} "
-                f"({f.delta_pct:+.1f} %, outside ±{TOLERANCE_PCT:g} %)"
+                f"({f.delta_pct:+.1f} %, outside ±{AGREEMENT_PCT:g} %)"
             )
     return out

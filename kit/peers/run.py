@@ -12,6 +12,7 @@ from kit.bench import BenchResult
 from kit.bench.load import LoadPoint
 from kit.bench.load.datasets import Planned
 from kit.errors import BadInputError, KitError
+from kit.figures import AGREEMENT_PCT
 from kit.installer import InstallError
 from kit.peers.base import Invocation, Peer, PeerJob, shown
 from kit.peers.compare import (
@@ -22,7 +23,7 @@ from kit.peers.compare import (
     kit_figures,
     read_back,
 )
-from kit.peers.schema import KIT_DEFINITIONS, RULE, TOLERANCE_PCT, PeerPoint, PeerRun, Peers
+from kit.peers.schema import KIT_DEFINITIONS, RULE, PeerPoint, PeerRun, Peers
 from kit.peers.traffic import TrafficPoint, kit_points, traffic
 from kit.recipe.figures import Definition, PointFigure
 
@@ -167,7 +168,7 @@ def run_peers(
     kits = kit_points(job.bench, result)
     runs = [run_peer(peer, job, points, kits) for peer in peers]
     return Peers(
-        tolerance_pct=TOLERANCE_PCT,
+        tolerance_pct=AGREEMENT_PCT,
         rule=RULE,
         kit_definitions=KIT_DEFINITIONS,
         kit=[kit_figures(kits[p.label]) for p in points if p.label in kits],

@@ -1,6 +1,6 @@
 """What the report keeps of the peers run beside kit (:class:`Peers`): per tool and per point,
 the command line, the figures read back from the tool's own result file, kit's beside them,
-and whether they agree within :data:`TOLERANCE_PCT`.
+and whether they agree within :data:`kit.figures.AGREEMENT_PCT`.
 
 ``VERSION`` changes when a field is renamed or removed, or changes meaning; a field added with
 a default does not change it.
@@ -13,11 +13,10 @@ from typing import Literal
 from pydantic import Field
 
 from kit.base import FrozenModel
-from kit.figures import TOOL_KINDS, Kind
+from kit.figures import AGREEMENT_PCT, TOOL_KINDS, Kind
 from kit.recipe import PeerName
 
 VERSION = 1
-TOLERANCE_PCT = 5.0
 Statistic = Literal["p50", "p99"]
 
 
@@ -25,7 +24,7 @@ Statistic = Literal["p50", "p99"]
 FigureSpec = Kind
 FIGURES: tuple[Kind, ...] = TOOL_KINDS
 RULE = (
-    f"a figure agrees when kit's is within ±{TOLERANCE_PCT:g} % of the tool's ((kit - tool) / "
+    f"a figure agrees when kit's is within ±{AGREEMENT_PCT:g} % of the tool's ((kit - tool) / "
     "tool); a point agrees when output tok/s and the medians of TTFT, TPOT and ITL that both "
     "define alike do (the p99s are shown and flagged, never decide)"
 )

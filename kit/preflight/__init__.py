@@ -1,31 +1,7 @@
-"""Preflight: what can be known to fail, checked in seconds, before any expensive work.
+"""Preflight: what can be known to fail, checked in seconds, before any download or build.
 
-A run that would die after minutes of downloads, quantization and a server boot is refused at
-once instead, with every reason and a hint, all in one run (``kit preflight RECIPE``, and the
-first step of ``kit reproduce`` in both runtimes):
-
-- pins (:mod:`kit.preflight.pins`): hub revisions of the model and the draft, the calibration
-  data set, and in containers the GPU base image's digest;
-- for a GPU recipe (:mod:`kit.preflight.gpu`): the cards NVML shows against the tensor-parallel
-  size, and each card's memory against the written-down estimate;
-- for a GPU recipe that quantizes (:mod:`kit.preflight.autoround`): AutoRound's peak per block
-  on the cards its placement names, and host RAM for the model it holds;
-- for a CPU recipe (:mod:`kit.preflight.cpu`): the CPU's ISA against the engine's kernels, the
-  memory for KV cache, model and engine, and free disk under ``$KIT_HOME``;
-- for a GPU recipe, free disk against the hub's sizes of what would be downloaded plus the
-  quantized output (:mod:`kit.preflight.disk`, :mod:`kit.preflight.hub`);
-- natively, the engine's Python, and for an engine still to be installed whether its package
-  indexes answer (:mod:`kit.preflight.engine`); in containers, a Docker engine this user may
-  use and, for a GPU recipe, its NVIDIA runtime (:mod:`kit.preflight.docker`);
-- the port given with ``--port`` (:mod:`kit.preflight.port`: free, or who holds it) and the
-  output folder (:func:`kit.preflight.disk.output_check`: writable, with room for a run).
-
-Each item is ok, a problem, or not checked (a size kit could not learn without a download, a
-CPU flag it could not read), with why and what would let it be checked. A problem in a pin is
-the recipe's fault (exit 2); the rest is the machine's (exit 3). When both fail, the recipe's
-exit code wins: fix the recipe first. Items not checked fail nothing (exit 0 when nothing
-failed), and the output ends with ``N checks not made`` and their hints; ``kit reproduce``
-logs them as warnings. The model's shape (:mod:`kit.preflight.shape`) is derived once a run.
+Each item is ok, a problem (the recipe's fault exits 2, the machine's 3) or not checked, with
+why; :func:`checks` takes the runtime's own items (kit.runtimes). The list: docs/pipeline.md.
 """
 
 from __future__ import annotations
@@ -33,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+from collections.abc import Sequence
 from pathlib import Path
 
 from kit import engine as engine_mod
@@ -54,7 +31,7 @@ from kit.preflight.disk import gpu_disk_check, output_check
 from kit.preflight.docker import container_checks
 from kit.preflight.engine import engine_python_check
 from kit.preflight.gpu import Card, Estimate, estimate, visible_cards
-from kit.preflight.pins import pin_checks
+from kit.preflight.pins import image_pin_checks, pin_checks
 from kit.preflight.port import port_check
 from kit.preflight.shape import ModelShapes, Shape, Unknown, model_shapes
 from kit.recipe import LoadedRecipe, Recipe
@@ -72,20 +49,25 @@ __all__ = [
     "Unknown",
     "assumed_rig",
     "checks",
+    "container_checks",
     "disk_check",
+    "engine_python_check",
     "gpu_checks",
+    "image_pin_checks",
     "int4_path_check",
     "isa_check",
     "memory_check",
     "model_shapes",
     "not_checked",
     "output_check",
+    "pin_checks",
     "place_checks",
     "port_check",
-    "preflight",
     "refuse",
     "serve_checks",
     "settle",
+    "shm_check",
+    "shm_free_mib",
     "table",
 ]
 
@@ -172,32 +154,16 @@ def serve_checks(
 
 
 def checks(
-    loaded: LoadedRecipe,
-    runtime: str = "native",
-    rig: list[Card] | None = None,
-    engine_python: str | None = None,
-    *,
-    port: int | None = None,
-    out_dir: Path | None = None,
+    loaded: LoadedRecipe, own: Sequence[Check] = (), rig: list[Card] | None = None
 ) -> list[Check]:
-    """Every preflight item for the recipe on this machine, for ``runtime`` (native, compose);
-    ``rig`` stands in for the GPUs NVML shows (:func:`assumed_rig`); ``engine_python`` is the
-    interpreter a native run is given (else ``KIT_ENGINE_PYTHON``, else kit's managed venv);
-    ``port`` and ``out_dir`` where the run serves and writes (:func:`place_checks`).
-    The model's shape is derived once here, for every item that sizes something."""
+    """Every preflight item for the recipe on this machine: its pins, ``own`` (the runtime's
+    items, kit.runtimes ``own_checks``), then the GPUs (``rig`` stands in for those NVML shows:
+    :func:`assumed_rig`), or for a CPU recipe the ISA, memory and disk. The model's shape is
+    derived once here, for every item that sizes something."""
     recipe = loaded.recipe
-    gpu = recipe.server.engine.device == "cuda"
-    items = pin_checks(loaded, runtime)
-    if runtime == "compose":
-        items += [*container_checks(gpu), *place_checks(port, out_dir)]
-    else:
-        items += [
-            engine_python_check(recipe, engine_python),
-            *place_checks(port, out_dir),
-            shm_check(shm_free_mib()),
-        ]
+    items = [*pin_checks(loaded), *own]
     shapes = model_shapes(loaded)
-    if gpu:
+    if recipe.server.engine.device == "cuda":
         if rig is not None:
             items += gpu_checks(recipe, rig, None, shapes, "assumed")
             # host RAM: not this machine's
@@ -264,20 +230,6 @@ def refuse(name: str, items: list[Check]) -> None:
             + "\n".join(f"  {c.name}: {c.detail}" for c in failed),
             hint="\n".join(dict.fromkeys(hints)),
         )
-
-
-def preflight(
-    loaded: LoadedRecipe,
-    runtime: str = "native",
-    rig: list[Card] | None = None,
-    engine_python: str | None = None,
-    *,
-    port: int | None = None,
-    out_dir: Path | None = None,
-) -> list[Check]:
-    """Run the checks once and :func:`settle` them."""
-    items = checks(loaded, runtime, rig, engine_python, port=port, out_dir=out_dir)
-    return settle(loaded.recipe.name, items)
 
 
 def settle(name: str, items: list[Check]) -> list[Check]:

@@ -27,9 +27,9 @@ HINT_IMAGE = (
 )
 
 
-def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
-    """One item per pin the recipe needs: hub revisions, and in containers the base image of a
-    GPU recipe by digest. A missing pin is the recipe's fault (exit 2)."""
+def pin_checks(loaded: LoadedRecipe) -> list[Check]:
+    """One item per pin the recipe needs wherever it runs: hub revisions, the calibration set,
+    a load pattern's dataset file. A missing pin is the recipe's fault (exit 2)."""
     recipe = loaded.recipe
     file = display_path(loaded.path)
     out: list[Check] = []
@@ -64,32 +64,38 @@ def pin_checks(loaded: LoadedRecipe, runtime: str) -> list[Check]:
                 fault="recipe",
             )
         )
-    out += dataset_checks(loaded)
-    if runtime == "compose" and recipe.server.engine.device == "cuda":
-        if engine_source(loaded) == "pypi":
-            out.append(
-                Check(
-                    "pin image",
-                    True,
-                    f"{recipe.server.engine.name} {recipe.server.engine.version} from PyPI onto "
-                    f"the local {CUDA_BASE_IMAGE} (KIT_ENGINE_FROM=pypi): no registry image to "
-                    "pin; the report records the image id",
-                    fault="recipe",
-                )
-            )
-            return out
-        base = base_image_for(recipe.server.engine)
-        pinned = is_pinned(base)
-        out.append(
+    return out + dataset_checks(loaded)
+
+
+def image_pin_checks(loaded: LoadedRecipe) -> list[Check]:
+    """The base image of a GPU recipe by digest, for a runtime that serves the image (none for
+    a CPU recipe, whose base is built locally)."""
+    recipe = loaded.recipe
+    if recipe.server.engine.device != "cuda":
+        return []
+    if engine_source(loaded) == "pypi":
+        return [
             Check(
                 "pin image",
-                pinned,
-                base if pinned else f"server.engine.image: {base} is not pinned by digest",
-                "" if pinned else HINT_IMAGE.format(recipe=file, base=base),
+                True,
+                f"{recipe.server.engine.name} {recipe.server.engine.version} from PyPI onto "
+                f"the local {CUDA_BASE_IMAGE} (KIT_ENGINE_FROM=pypi): no registry image to "
+                "pin; the report records the image id",
                 fault="recipe",
             )
+        ]
+    base = base_image_for(recipe.server.engine)
+    pinned = is_pinned(base)
+    hint = "" if pinned else HINT_IMAGE.format(recipe=display_path(loaded.path), base=base)
+    return [
+        Check(
+            "pin image",
+            pinned,
+            base if pinned else f"server.engine.image: {base} is not pinned by digest",
+            hint,
+            fault="recipe",
         )
-    return out
+    ]
 
 
 def revision_check(field: str, spec: HubModel, recipe_file: str) -> Check:

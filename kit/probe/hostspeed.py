@@ -187,13 +187,11 @@ class WitnessPlan:
     note: str | None = None
 
 
-def plan(runtime: str, local: bool, cpu_binding: str | None) -> WitnessPlan:
+def plan(local: bool, cpu_binding: str | None) -> WitnessPlan:
     """The engine's worker cores where the report names them, else all of this process's CPUs;
-    not run for a server on another host, nor from a container that cannot see its cores."""
+    not run for a server on another host (``local`` false). A runtime that cannot see the
+    engine's cores says so itself (kit.runtimes)."""
     cores = binding_cpus(cpu_binding)
-    if runtime == "compose" and cores is None:
-        return WitnessPlan(None, "host-speed witness not run: in a container, the engine's cores "
-                           "are unknown")  # fmt: skip
     if not local:
         return WitnessPlan(None, "host-speed witness not run: the server is not on this host")
     mine = frozenset(os.sched_getaffinity(0))

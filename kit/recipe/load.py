@@ -36,7 +36,9 @@ from kit.validation import TAG_FIELDS, problems
 MAX_EXTENDS = 16  # files in one extends chain, the recipe included
 EXTENDS_ANYWHERE = "KIT_RECIPE_EXTENDS_ANYWHERE"  # 1: extends may name any file, absolute too
 
-# upgrades[i] turns a version i + 1 recipe into a version i + 2 one; append only
+# upgrades[i] turns a version i + 1 recipe into a version i + 2 one; append only. None yet:
+# every field added since version 1 has a default (RecipeModel.late_fields keep the hash), so an
+# old recipe is a current one; a field renamed, removed or given a new meaning is a step here
 UPGRADES: list[Upgrade] = []
 
 

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from kit import __version__
 from kit.bench import BenchResult
@@ -39,9 +39,10 @@ from kit.recipe.lock import pin_sources
 from kit.recipe.protocol import departures
 from kit.report.causes import synthetic_check
 from kit.report.schema import EngineInfo, KitSource, NodeInfo, Report, ServerInfo
-from kit.report.validity import verdict
+from kit.report.validity import RULES, verdict
 from kit.report.verdict import Validity
 from kit.roofline import Roofline
+from kit.runtimes import RuntimeName
 from kit.vllm_bench import VllmBench
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
     if recipe.bench.ignore_eos:
         notes.append("ignore_eos was set: figures are not comparable with canonical runs")
     return Report(
-        schema_version=1,
+        schema_version=3,
         kind="kit.report",
         run_id=run_id,
         created_at=now_utc(),
@@ -152,7 +153,7 @@ def new_report(loaded: LoadedRecipe, run_id: str) -> Report:
         recipe_sha256=recipe_sha256(data),
         pins=pin_sources(recipe, loaded.locked, loaded.overrides, loaded.resolved),
         versions=base_versions(),
-        validity=Validity(valid=False, reasons=[]),
+        validity=Validity(valid=False, reasons=[], rules=RULES),
         notes=notes,
     )
 
@@ -299,7 +300,7 @@ def local_utc_offset_s() -> int:
     return int(offset.total_seconds()) if offset is not None else 0
 
 
-def server_info(server: RunningServer, runtime: Literal["native", "compose"]) -> ServerInfo:
+def server_info(server: RunningServer, runtime: RuntimeName) -> ServerInfo:
     return ServerInfo(
         runtime=runtime,
         argv=display_argv(server.argv),

@@ -23,6 +23,7 @@ from kit.report.figures import prompt_headline
 from kit.report.schema import Report
 from kit.report.verdict import HUGE
 from kit.report.verdict import num as figure_text
+from kit.runtimes import serving
 
 
 class Rig(FrozenModel):
@@ -121,8 +122,8 @@ def engine_text(report: Report) -> str:
         text += f" + {report.patches.series} ({count} patch{'es' * (count != 1)})"
     elif server.get("patches"):
         text += f" + {server['patches']} (no manifest)"
-    if report.server is not None and report.server.runtime == "external":
-        text += " (external server)"
+    if report.server is not None:
+        text += serving(report.server.runtime).label
     return text
 
 

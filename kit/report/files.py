@@ -7,13 +7,17 @@ those exact bytes are written and signed; readers never re-serialise before chec
 :func:`read_report` is how everything else reads one (show, compare, the compose runtime,
 tests): the size and depth limits, the envelope, the signature (:func:`check_signature`: against
 the given key, else the trust store; an invalid signature always raises, an unsigned or untrusted
-one unless allowed), the canonical payload and the strict schema, with errors that name the file.
+one unless allowed), the canonical payload, an older version upgraded (:mod:`kit.report.upgrades`,
+on the parsed payload: the signature covers the bytes as written) and the strict schema, with
+errors that name the file.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
+import json
 import os
 from pathlib import Path
 from typing import Any, TypedDict
@@ -22,8 +26,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import ValidationError
 
 from kit.errors import BadInputError, VerificationFailed
+from kit.migrations import upgrade
 from kit.report.limits import within_caps
 from kit.report.schema import SCHEMA_VERSION, Report, report_json_schema
+from kit.report.upgrades import UPGRADES
 from kit.signing import (
     Envelope,
     SignatureCheck,
@@ -145,13 +151,26 @@ def validate_payload(
 ) -> tuple[Report | None, list[str]]:
     """The report (strict model, then the JSON Schema on the parsed payload) and every schema
     problem, each ``label: path: message``. ``data`` is within the count caps already
-    (:func:`kit.report.limits.within_caps`, applied as the payload is loaded)."""
+    (:func:`kit.report.limits.within_caps`, applied as the payload is loaded). An older
+    ``schema_version`` is read upgraded (:func:`upgraded`); ``data`` is left as is."""
+    newer = upgraded(data)
+    if newer is not data:
+        data, payload = newer, json.dumps(newer).encode()
     try:
         report = Report.model_validate_json(payload, strict=True)
     except ValidationError as exc:
         return None, _pydantic_problems(exc, label)
     problems = [f"{label}: {p}" for p in _json_schema_problems(data)]
     return (None if problems else report), problems
+
+
+def upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    """A report payload of an older ``schema_version`` brought to the current one, in a copy
+    (:mod:`kit.report.upgrades`); any other payload as it is."""
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version < SCHEMA_VERSION:
+        return upgrade(copy.deepcopy(data), UPGRADES)
+    return data
 
 
 def _pydantic_problems(exc: ValidationError, label: str) -> list[str]:

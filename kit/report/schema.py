@@ -16,7 +16,7 @@ from kit.bench import BenchResult
 from kit.bench.claims import ContextLadder, Soak
 from kit.enginefacts import EngineFacts
 from kit.enginelog import EngineChoices
-from kit.migrations import Upgrade, current_version
+from kit.migrations import current_version
 from kit.model import ModelManifest
 from kit.patches import PatchManifest
 from kit.peers.schema import Peers
@@ -26,13 +26,12 @@ from kit.quality.harness import HarnessRun
 from kit.quantize import QuantManifest
 from kit.recipe.acceptance import AcceptanceTarget
 from kit.recipe.lock import PinRecord
+from kit.report.upgrades import UPGRADES
 from kit.report.verdict import Reproduction, Validity
 from kit.roofline import Roofline
 from kit.vllm_bench import VllmBench
 
-# Upgrades of older report payloads, oldest first (kit.migrations). Reports are signed as
-# written, so an upgrade is applied to the parsed payload for reading, never to the file.
-UPGRADES: list[Upgrade] = []
+# Older payloads are upgraded as they are read (kit.report.upgrades), after their signature
 SCHEMA_VERSION = current_version(UPGRADES)
 
 
@@ -169,7 +168,10 @@ class SyntheticAcceptanceCheck(KitModel):
 class Report(KitModel):
     """A benchmark run: recipe, inputs, environment, raw records, summaries."""
 
-    schema_version: Literal[1] = Field(description="Report format version.")
+    schema_version: Literal[3] = Field(
+        description="Report format version; an older one is upgraded as it is read "
+        "(kit.report.upgrades)."
+    )
     kind: Literal["kit.report"] = Field(description="Document type.")
     run_id: str = Field(description="Random id of this run.")
     created_at: str = Field(description="UTC time the report was written.")
@@ -280,8 +282,6 @@ class Report(KitModel):
     @model_serializer(mode="wrap")
     def _synthetic_only_when_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if data.get("kit_source") is None:
-            data.pop("kit_source", None)  # a report read from before kit recorded it
         if data.get("synthetic_acceptance") is None:
             data.pop("synthetic_acceptance", None)  # a real run is written as before
         if data.get("peers") is None:
@@ -292,7 +292,7 @@ class Report(KitModel):
             data.pop("harness", None)  # or without a task harness
         for key in ("context", "soak"):
             if data.get(key) is None:
-                data.pop(key, None)  # not run (bench.context, bench.soak), or an older report
+                data.pop(key, None)  # not run (bench.context, bench.soak)
         return data
 
 

@@ -20,18 +20,10 @@ class Validity(KitModel):
     valid: bool = Field(description="No error-level reason was found.")
     reasons: list[Finding] = Field(description="Ordered reasons: errors, then warnings.")
     rules: int = Field(
-        1,
         description="The verdict rules it was judged by (kit.report.validity): 1, the first; "
         "2, held streams, causes, drift and contention; 3, as 2 and a high CV names the runs "
-        "off the median and the hypervisor's steal. Absent: 1.",
+        "off the median and the hypervisor's steal."
     )
-
-    @model_serializer(mode="wrap")
-    def _rules_1_unsaid(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if data.get("rules") == 1:
-            data.pop("rules", None)  # a report judged by the first rules is written as it was
-        return data
 
 
 Verdict = Literal["REPRODUCED", "DIFFERENT", "INCONCLUSIVE", "NOT COMPARABLE"]
@@ -148,7 +140,7 @@ class Reproduction(FrozenModel):
     def _checkpoint_only_when_compared(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if data.get("checkpoint") is None:
-            data.pop("checkpoint", None)  # a verdict written before is written as it was
+            data.pop("checkpoint", None)  # no quantization manifest on a side
         if not data.get("notes"):
             data.pop("notes", None)
         return data

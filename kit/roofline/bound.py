@@ -216,7 +216,7 @@ def roofline(result: BenchResult, deployment: Deployment, bandwidth: Bandwidth) 
             prompt_bound(
                 p.prompt,
                 context,
-                p.headline.value if p.headline is not None else p.decode_tps.mean,
+                p.headline.value,
                 p.spec_decode,
                 setup,
             )

@@ -1,11 +1,12 @@
 """Serve stage: start the recipe's vLLM OpenAI server, wait until healthy, always tear down.
 
-The native runtime runs the engine as a child process group of kit; the compose runtime (a
-later stage) implements the same :class:`Runtime` seam with containers.
+:class:`NativeRuntime` runs the engine as a child process group of kit, :class:`MultiNodeRuntime`
+a recipe's nodes; kit.compose's ``ComposeRuntime`` implements the same :class:`Runtime` seam with
+containers. Which a run uses is its runtime's (kit.runtimes).
 """
 
 from kit.serve.args import server_args, speculative_config
-from kit.serve.native import NativeRuntime
+from kit.serve.native import MultiNodeRuntime, NativeRuntime
 from kit.serve.server import (
     LOG_TAIL_LINES,
     RunningServer,
@@ -21,6 +22,7 @@ from kit.serve.server import (
 
 __all__ = [
     "LOG_TAIL_LINES",
+    "MultiNodeRuntime",
     "NativeRuntime",
     "RunningServer",
     "Runtime",

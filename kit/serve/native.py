@@ -24,8 +24,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class NativeRuntime:
-    """Runs the engine as a child process group of kit; a multi-node recipe's nodes on this
-    host as one process group each (kit.nodes)."""
+    """Runs the engine as a child process group of kit, on one host."""
 
     engine: EngineEnv
     host: str = "127.0.0.1"
@@ -80,19 +79,9 @@ class NativeRuntime:
         port: int,
         log_path: Path,
     ) -> list[NodeProcess]:
-        """A multi-node recipe's nodes, none started yet (empty on one host)."""
-        if recipe.server.nodes is None:
-            return []
-        nodes = plan(recipe.server.nodes, free_port(self.host))
-        return [
-            NodeProcess(
-                rank=rank,
-                address=address,
-                argv=self.argv(recipe, model_dir, draft_dir, port, (nodes, rank)),
-                log_path=node_log(log_path, rank) if rank == 0 or is_local(address) else None,
-            )
-            for rank, address in enumerate(nodes.addresses)
-        ]
+        """The server's nodes besides one process on this host: none (:class:`MultiNodeRuntime`
+        has them)."""
+        return []
 
     @contextlib.contextmanager
     def start(
@@ -159,6 +148,35 @@ class NativeRuntime:
                 if p is not None:
                     terminate(p)
             log.info("serve: server stopped")
+
+
+@dataclass
+class MultiNodeRuntime(NativeRuntime):
+    """A multi-node recipe's server (server.nodes, vLLM's launcher): the head and the nodes on
+    this host as one process group each; a node on another host is started there
+    (:meth:`run_node`, ``kit serve --node-rank``)."""
+
+    def nodes(
+        self,
+        recipe: Recipe,
+        model_dir: Path,
+        draft_dir: Path | None,
+        port: int,
+        log_path: Path,
+    ) -> list[NodeProcess]:
+        """The recipe's nodes, the head first, none started yet (empty on one host)."""
+        if recipe.server.nodes is None:
+            return []
+        nodes = plan(recipe.server.nodes, free_port(self.host))
+        return [
+            NodeProcess(
+                rank=rank,
+                address=address,
+                argv=self.argv(recipe, model_dir, draft_dir, port, (nodes, rank)),
+                log_path=node_log(log_path, rank) if rank == 0 or is_local(address) else None,
+            )
+            for rank, address in enumerate(nodes.addresses)
+        ]
 
     def run_node(
         self,

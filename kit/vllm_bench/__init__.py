@@ -21,7 +21,8 @@ The definitions differ, so the comparable figures are computed, not copied:
   ``1000 / mean_tpot_ms * n / (n - 1)`` is recorded too.
 - ITL is per chunk, not per token: with speculative decoding a chunk carries several tokens.
 
-Agreement: decode TPS within 2 % and TTFT within 5 ms, else the comparison says which differs.
+Agreement: decode TPS within 2 % (``kit.figures.AGREEMENT_PCT``) and TTFT within 5 ms, else the
+comparison says which differs.
 """
 
 import json
@@ -43,7 +44,6 @@ from kit.bench.load import Planned
 from kit.vllm_bench.job import VllmBenchJob
 from kit.vllm_bench.points import VllmBenchPoint, invoke, run_points
 from kit.vllm_bench.prompts import (
-    DECODE_TOLERANCE_PCT,
     DEFINITIONS,
     TTFT_TOLERANCE_MS,
     VllmBenchPrompt,
@@ -56,7 +56,6 @@ from kit.vllm_bench.prompts import (
 )
 
 __all__ = [
-    "DECODE_TOLERANCE_PCT",
     "DEFINITIONS",
     "TTFT_TOLERANCE_MS",
     "VllmBench",

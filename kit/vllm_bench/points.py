@@ -42,7 +42,7 @@ from kit.bench import BenchResult
 from kit.bench.load import LoadPoint
 from kit.bench.load.datasets import Planned, nth
 from kit.bench.stream import ignores_eos
-from kit.figures import TOOL_KINDS, Kind
+from kit.figures import AGREEMENT_PCT, TOOL_KINDS, Kind
 from kit.vllm_bench.job import VllmBenchJob
 from kit.vllm_bench.prompts import shown_argv
 
@@ -50,7 +50,6 @@ log = logging.getLogger(__name__)
 
 DRIVER = Path(__file__).with_name("driver.py")
 
-TOLERANCE_PCT = 2.0
 # vLLM's name of each of the figure table's tool figures (kit.figures.TOOL_KINDS): a
 # throughput's own key, a latency's statistic then the figure ("median_ttft_ms", "p99_itl_ms")
 _VLLM_RATE = {
@@ -107,7 +106,8 @@ class VllmBenchPoint(BaseModel):
     failed: int = Field(description="Requests vLLM counted as failed.")
     figures: list[PointFigure] = Field(description="Each figure, kit's and vLLM's.")
     agree: bool | None = Field(
-        description="Output tok/s and the median TTFT, TPOT, ITL within 2 % (None: not compared)."
+        description=f"Output tok/s and the median TTFT, TPOT, ITL within {AGREEMENT_PCT:g} % "
+        "(None: not compared)."
     )
     note: str | None = Field(None, description="What differs in how the two sent the traffic.")
     error: str | None = Field(None, description="Why the invocation failed, if it did.")
@@ -225,7 +225,7 @@ def compare_point(point: LoadPoint, data: dict[str, Any]) -> tuple[list[PointFig
     judged = [f.delta_pct for f in figures if f.figure in AGREEMENT]
     if any(d is None for d in judged):
         return figures, None
-    return figures, all(abs(d or 0) <= TOLERANCE_PCT for d in judged)
+    return figures, all(abs(d or 0) <= AGREEMENT_PCT for d in judged)
 
 
 def run_points(
@@ -301,7 +301,7 @@ def run_points(
             if (
                 f.figure in AGREEMENT
                 and f.delta_pct is not None
-                and abs(f.delta_pct) > TOLERANCE_PCT
+                and abs(f.delta_pct) > AGREEMENT_PCT
             ):
                 notes.append(
                     f"{e.label}: {f.figure} differs by {f.delta_pct:+.2f} % (kit {f.kit:.2f}, "

@@ -12,12 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kit.bench import PromptSummary
 from kit.errors import BadInputError
+from kit.figures import AGREEMENT_PCT
 from kit.paths import display_path
 from kit.recipe import Prompt
 from kit.vllm_bench.job import VllmBenchJob
 
-DECODE_TOLERANCE_PCT = 2.0
-TTFT_TOLERANCE_MS = 5.0
+TTFT_TOLERANCE_MS = 5.0  # decode TPS: within kit.figures.AGREEMENT_PCT
 
 
 class VllmBenchPrompt(BaseModel):
@@ -55,7 +55,8 @@ class VllmBenchPrompt(BaseModel):
     decode_delta_pct: float | None = Field(description="(kit - vLLM) / vLLM decode TPS, percent.")
     ttft_delta_ms: float | None = Field(description="kit - vLLM mean TTFT, ms.")
     agree: bool | None = Field(
-        description="Decode within 2 % and TTFT within 5 ms (None: not comparable)."
+        description=f"Decode within {AGREEMENT_PCT:g} % and TTFT within {TTFT_TOLERANCE_MS:g} ms "
+        "(None: not comparable)."
     )
     error: str | None = Field(None, description="Why the invocation failed, if it did.")
 
@@ -216,7 +217,7 @@ def compare(
     dttft = kit_ttft - vllm_ttft if kit_ttft is not None and vllm_ttft is not None else None
     agree = None
     if dpct is not None and dttft is not None:
-        agree = abs(dpct) <= DECODE_TOLERANCE_PCT and abs(dttft) <= TTFT_TOLERANCE_MS
+        agree = abs(dpct) <= AGREEMENT_PCT and abs(dttft) <= TTFT_TOLERANCE_MS
     return VllmBenchPrompt(
         prompt=prompt.name,
         max_tokens=prompt.max_tokens,
@@ -238,7 +239,7 @@ def explain(entries: list[VllmBenchPrompt]) -> list[str]:
         if e.error:
             notes.append(f"{e.prompt}: vllm bench serve failed: {e.error}")
             continue
-        if e.decode_delta_pct is not None and abs(e.decode_delta_pct) > DECODE_TOLERANCE_PCT:
+        if e.decode_delta_pct is not None and abs(e.decode_delta_pct) > AGREEMENT_PCT:
             notes.append(
                 f"{e.prompt}: decode TPS differs by {e.decode_delta_pct:+.2f} % (kit "
                 f"{e.kit_decode_tps:.2f}, vLLM {e.decode_tps:.2f}): the two ran one after the "

@@ -25,7 +25,7 @@ from kit.nodes import (
 )
 from kit.recipe import Nodes, load_recipe
 from kit.report.assemble import node_info
-from kit.serve import NativeRuntime, RunningServer
+from kit.serve import MultiNodeRuntime, NativeRuntime, RunningServer
 
 TWO_NODES = ["server.pipeline_parallel_size=2", "server.nodes.count=2"]
 
@@ -116,13 +116,16 @@ def test_read_transport(tmp_path: Path) -> None:
     assert read_transport(tmp_path / "missing.log") is None
 
 
-def test_native_runtime_plans_nodes_here_and_elsewhere(tmp_path: Path, fixtures_dir: Path) -> None:
+def test_multi_node_runtime_plans_nodes_here_and_elsewhere(
+    tmp_path: Path, fixtures_dir: Path
+) -> None:
     recipe = load_recipe(
         fixtures_dir / "recipes/cpu-tiny-2nodes.yaml",
         ["server.nodes.addresses=[127.0.0.1, 192.0.2.77]", "server.nodes.master_port=29599"],
     ).recipe
     env = EngineEnv.model_construct(python="/engine/bin/python", pythonpath=None)
-    runtime = NativeRuntime(env)  # type: ignore[arg-type]
+    assert NativeRuntime(env).nodes(recipe, tmp_path / "m", None, 8011, tmp_path) == []
+    runtime = MultiNodeRuntime(env)  # type: ignore[arg-type]
     log = tmp_path / "server.log"
     head, worker = runtime.nodes(recipe, tmp_path / "m", None, 8011, log)
     assert head.argv[:4] == ["/engine/bin/python", *CLI_SERVE]
@@ -149,7 +152,7 @@ def test_run_node_refuses_a_rank_the_recipe_has_not(fixtures_dir: Path, tmp_path
     assert "error: kit serve: --node-rank: 0 is not in the range x>=1" in res.output
     recipe = load_recipe(fixtures_dir / "recipes/cpu-tiny-2nodes.yaml").recipe
     env = EngineEnv.model_construct(python="/engine/bin/python", pythonpath=None)
-    runtime = NativeRuntime(env)  # type: ignore[arg-type]
+    runtime = MultiNodeRuntime(env)  # type: ignore[arg-type]
     with pytest.raises(EnvironmentProblem) as err:
         runtime.run_node(recipe, tmp_path, None, 2, tmp_path / "n.log")
     assert str(err.value).startswith("--node-rank 2: cpu-tiny-2nodes has 2 node(s)")

@@ -27,10 +27,10 @@ from kit.preflight import (
     isa_check,
     memory_check,
     model_shapes,
-    preflight,
 )
 from kit.probe import parse_cpuinfo
 from kit.recipe import Recipe, load_recipe
+from kit.runtimes import Native
 
 CpuOf = Callable[[str], tuple[str, list[str]]]
 TinyRecipe = Callable[..., Recipe]
@@ -320,7 +320,7 @@ def test_preflight_refuses_more_memory_than_this_machine_has(
 ) -> None:
     loaded = load_recipe(cpu_tiny, [HUGE_KV])
     with pytest.raises(EnvironmentProblem) as exc:
-        preflight(loaded)
+        Native().preflight(loaded)
     assert exc.value.exit_code == 3
     assert re.fullmatch(
         r"preflight: cpu-tiny cannot run here:\n"
@@ -337,7 +337,7 @@ def test_preflight_names_every_failed_check_and_gives_each_hint_a_line(
     # a synthetic model of a million layers (1098.6 GiB in bf16): no memory, no disk for it
     loaded = load_recipe(cpu_tiny, ["model.shape.num_hidden_layers=1000000"])
     with pytest.raises(EnvironmentProblem) as exc:
-        preflight(loaded)
+        Native().preflight(loaded)
     assert exc.value.exit_code == 3
     assert re.fullmatch(
         r"preflight: cpu-tiny cannot run here:\n"
@@ -352,7 +352,7 @@ def test_preflight_names_every_failed_check_and_gives_each_hint_a_line(
 
 def test_preflight_passes_the_recipe_as_it_is_shipped(empty_home: Path, cpu_tiny: Path) -> None:
     # this machine runs cpu-tiny (the integration tests serve it): every item passes
-    items = preflight(load_recipe(cpu_tiny))
+    items = Native().preflight(load_recipe(cpu_tiny))
     assert [(c.name, c.ok) for c in items] == [
         ("engine python", True), ("shm", True), ("cpu-isa", True), ("int4-path", True),
         ("memory", True),

@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from kit.cli import main
-from kit.preflight import checks, model_shapes, table
+from kit.preflight import model_shapes, table
 from kit.preflight.autoround import autoround_checks, tuning_estimate
 from kit.preflight.gpu import Card
 from kit.preflight.shape import Shape, Unknown
 from kit.recipe import AutoRoundQuantization, LoadedRecipe, load_recipe
+from kit.runtimes import Native
 
 SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 RTX3090 = Card(index=0, name="NVIDIA GeForce RTX 3090", memory_gib=24.0)
@@ -135,7 +136,9 @@ def test_published_checkpoints_cpu_and_rtn_builds_have_no_such_item(fixtures_dir
     for name in ("syvai-qwen3.8-27b-1x3090-dflash2.yaml", "h200-synthetic-int4-dflash.yaml"):
         loaded = load_recipe(fixtures_dir / "recipes" / name)
         assert autoround_checks(loaded.recipe, [Card(0, "card", 24.0)], 64.0, target(loaded)) == []
-    names = [c.name for c in checks(load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml"))]
+    names = [
+        c.name for c in Native().checks(load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml"))
+    ]
     assert not any(n.startswith("autoround") for n in names)
 
 

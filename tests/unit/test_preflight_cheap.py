@@ -22,9 +22,10 @@ from kit import installer, serve
 from kit.cli import main
 from kit.patches import series_named
 from kit.patches.installed import ManifestPatch
-from kit.preflight import checks, output_check, port_check
+from kit.preflight import output_check, port_check
 from kit.recipe import load_recipe
 from kit.report.files import read_report, write_report
+from kit.runtimes import Native, Place
 from kit.signing import generate_keypair, load_private_key
 
 TINY = "recipes/cpu-tiny.yaml"
@@ -116,7 +117,7 @@ def test_reproduce_a_recipe_on_a_held_port_stops_before_any_build(
     nothing_built(home)
     assert not out.exists()
     # the hint, followed: without --port the preflight passes the port by (no item)
-    items = checks(load_recipe(fixtures_dir / TINY), out_dir=out)
+    items = Native().checks(load_recipe(fixtures_dir / TINY), Place(out_dir=out))
     assert "port" not in [c.name for c in items]
 
 

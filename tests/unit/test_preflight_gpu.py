@@ -15,11 +15,12 @@ from click.testing import CliRunner
 
 from kit.cli import main
 from kit.errors import BadInputError, EnvironmentProblem
-from kit.preflight import Card, Estimate, checks, gpu_checks, model_shapes, preflight, table
+from kit.preflight import Card, Estimate, gpu_checks, model_shapes, table
 from kit.preflight.docker import container_checks
 from kit.preflight.gpu import GIB, estimate, visible_cards
 from kit.preflight.shape import Shape
 from kit.recipe import LoadedRecipe, load_recipe
+from kit.runtimes import Native
 
 SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 H200 = "recipes/h200-synthetic-int4-dflash.yaml"
@@ -61,7 +62,8 @@ def test_a_pinned_recipe_on_a_machine_without_gpus_is_exit_3(fixtures_dir: Path)
         pytest.skip("this machine has GPUs")
     assert why is not None and why.startswith("NVML could not start")
     with pytest.raises(EnvironmentProblem) as info:
-        preflight(loaded)  # native: no image pin, the model is synthetic: only the GPUs fail
+        # native: no image pin, the model is synthetic: only the GPUs fail
+        Native().preflight(loaded)
     assert info.value.message.splitlines()[1:] == [
         f"  gpus: 0 visible ({why}); tensor_parallel_size 1 needs 1"
     ]
@@ -73,7 +75,7 @@ def test_missing_pins_are_the_recipes_fault_even_with_the_gpus(
     monkeypatch.setattr("kit.preflight.visible_cards", lambda: ([RTX3090, RTX3090], None))
     loaded = load_recipe(fixtures_dir / SEED)
     with pytest.raises(BadInputError) as info:
-        preflight(loaded)
+        Native().preflight(loaded)
     assert [line.split(":")[0].strip() for line in info.value.message.splitlines()[1:]] == [
         "pin model",
         "pin speculative.draft",
@@ -137,7 +139,9 @@ def test_without_the_models_config_the_memory_is_not_checked(
 
 
 def test_checks_are_pins_then_resources(fixtures_dir: Path) -> None:
-    names = [c.name for c in checks(load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml"))]
+    names = [
+        c.name for c in Native().checks(load_recipe(fixtures_dir / "recipes" / "cpu-tiny.yaml"))
+    ]
     assert names == ["engine python", "shm", "cpu-isa", "int4-path", "memory", "disk"]
 
 

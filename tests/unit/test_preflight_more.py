@@ -15,13 +15,14 @@ from hubserver import Hub, serving_hub
 
 from kit.model.hub import hub_cache_dir
 from kit.paths import display_path
-from kit.preflight import checks, model_shapes, table
+from kit.preflight import model_shapes, table
 from kit.preflight.disk import gpu_disk_check
 from kit.preflight.docker import container_checks, docker_check, nvidia_runtime_check
 from kit.preflight.engine import engine_python_check
 from kit.preflight.gpu import GIB, estimate
 from kit.preflight.shape import Shape
 from kit.recipe import load_recipe
+from kit.runtimes import Native
 
 SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 CONFIG = {
@@ -112,7 +113,7 @@ def test_a_gpu_recipe_preflight_table_has_every_item(fixtures_dir: Path, hub: Hu
     from kit.preflight import assumed_rig
 
     loaded = load_recipe(fixtures_dir / SEED, pinned_seed(fixtures_dir, hub))
-    items = checks(loaded, "native", assumed_rig("2x24"))
+    items = Native().checks(loaded, rig=assumed_rig("2x24"))
     names = [c.name for c in items]
     assert names == [
         "pin model",

@@ -23,8 +23,9 @@ import kit.preflight
 from kit.cli import main
 from kit.errors import BadInputError
 from kit.paths import display_path
-from kit.preflight import assumed_rig, checks, preflight, table
+from kit.preflight import assumed_rig, table
 from kit.recipe import load_recipe
+from kit.runtimes import Native
 
 SEED = "recipes/club3090-qwen3.8-27b-2x3090-dflash2.yaml"
 RIG = ["--rig", "2x24"]
@@ -153,7 +154,7 @@ def test_unpinned_the_hints_name_kit_lock_one_a_line(
         "fail preflight; the run may still fail on them",
     ]
     with pytest.raises(BadInputError) as info:
-        preflight(load_recipe(seed), rig=assumed_rig("2x24"))
+        Native().preflight(load_recipe(seed), rig=assumed_rig("2x24"))
     assert info.value.hint is not None and info.value.hint.splitlines()[0] == lock
 
 
@@ -241,7 +242,7 @@ def test_a_cpu_recipe_of_a_hub_model_offline_does_not_size_memory_or_disk(
         f"model: {{source: hub, repo_id: kit-test/tiny, revision: '{'c' * 40}'}}\n"
         "speculative: {method: none, draft: null}\n"
     )
-    items = {c.name: c for c in checks(load_recipe(recipe))}
+    items = {c.name: c for c in Native().checks(load_recipe(recipe))}
     for name in ("memory", "disk"):
         assert items[name].state == "not checked", table(list(items.values()))
         assert items[name].detail.endswith(f"not sized: model kit-test/tiny: {OFFLINE_CONFIG}")
@@ -305,7 +306,9 @@ def test_the_reproduce_preflight_says_what_it_did_not_check(
     logger = logging.getLogger("kit.preflight")
     logger.addHandler(records)
     try:
-        items = preflight(load_recipe(fixtures_dir / SEED, seed_pins), rig=assumed_rig("2x24"))
+        items = Native().preflight(
+            load_recipe(fixtures_dir / SEED, seed_pins), rig=assumed_rig("2x24")
+        )
     finally:
         logger.removeHandler(records)
     skipped = [

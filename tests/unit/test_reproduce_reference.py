@@ -10,6 +10,7 @@ run (the pipeline's stages are not what is tested here: the verdict that follows
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,13 @@ from click.testing import CliRunner
 
 from kit import pipeline
 from kit.cli import main
-from kit.errors import EXIT_DIFFERENT, EXIT_OK
+from kit.errors import EXIT_DIFFERENT, EXIT_OK, BadInputError
 from kit.importers import import_file
 from kit.recipe import load_recipe
 from kit.report.files import read_report
 from kit.report.points import compare_points
 from kit.report.schema import Report
+from kit.reproduce import ReportTrust, ReproduceRequest, reproduce
 from kit.signing import load_public_key
 
 RUN = Path("results") / "h200-llama8b-bf16-sweep-2026-12-03"
@@ -97,3 +99,20 @@ def test_a_recipe_without_reference_points_ends_as_before(
     res = CliRunner().invoke(main, ["reproduce", str(recipe), "--no-sign"])
     assert res.exit_code == EXIT_OK, res.output
     assert "verdict per point" not in res.stderr
+
+
+def test_the_stage_returns_the_report_its_points_and_the_exit_code(
+    fixtures_dir: Path, sweep: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recipe = imported_recipe(fixtures_dir, sweep, tmp_path)
+    where = fixtures_dir / RUN / "report.json"
+    monkeypatch.setattr(pipeline, "reproduce", lambda loaded, out_dir, **kwargs: (sweep, where))
+    request = ReproduceRequest(str(recipe), sign=False, out_dir=tmp_path / "reports")
+    result = reproduce(request)
+    assert (result.report, result.path) == (sweep, where)
+    assert result.points is not None and result.verdict == result.points
+    assert result.points.verdict == "DIFFERENT" and result.exit_code == EXIT_DIFFERENT
+    assert reproduce(replace(request, fail_on="never")).exit_code == EXIT_OK
+    # the options of a shared report, with a recipe: refused before any work
+    with pytest.raises(BadInputError, match=r"are for kit reproduce REPORT\.json"):
+        reproduce(replace(request, trust=ReportTrust(allow_unsigned=True)))

@@ -27,6 +27,7 @@ from kit.report import Report
 from kit.report.assemble import Measurement
 from kit.report.files import REPORT_FILE, read_report
 from kit.rerun import Rerun, recipe_of
+from kit.runtimes import Native
 from kit.serve import NativeRuntime, RunningServer
 
 FIXTURE = "reports/cpu-tiny-a.json"
@@ -93,7 +94,7 @@ def native(monkeypatch: pytest.MonkeyPatch, built: Built, env: EngineEnv) -> Non
         log_path.write_text("")
         yield RunningServer(url=URL, argv=["vllm"], log_path=log_path, boot_s=1.0)
 
-    monkeypatch.setattr(pipeline, "preflight", lambda loaded, **kwargs: None)
+    monkeypatch.setattr(Native, "preflight", lambda self, loaded, place, rig=None: [])
     monkeypatch.setattr(pipeline, "build", lambda loaded: built)
     monkeypatch.setattr(engine, "resolve", lambda *args: env)
     monkeypatch.setattr(NativeRuntime, "start", up)

@@ -15,7 +15,7 @@ from kit.bench.claims.context import (
     settle_ladder,
 )
 from kit.bench.claims.exchange import ClaimClient, Exchange
-from kit.bench.claims.memory import MemoryProbe, MemoryReading, memory_probe
+from kit.bench.claims.memory import MemoryProbe, MemoryReading
 from kit.bench.claims.soak import (
     PrefixCache,
     Soak,
@@ -38,7 +38,6 @@ __all__ = [
     "Soak",
     "SoakSession",
     "SoakTurn",
-    "memory_probe",
     "planned_depths",
     "run_context",
     "run_soak",

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from kit.base import KitModel
-from kit.probe import Unavailable, process_tree
+from kit.probe import Unavailable
 from kit.probe.nvml import as_mib, as_uint, call, error_name, read, start_nvml
 from kit.probe.procfs import PROC
 
@@ -67,10 +67,8 @@ def rss_mib(pids: set[int], proc: Path = PROC) -> float:
     return total / MIB
 
 
-def engine_memory(proc: Path = PROC) -> list[MemoryReading] | str:
-    """The resident memory of this process's descendants (a native server is kit's child)."""
-    me = os.getpid()
-    pids = process_tree([me], proc) - {me}
+def engine_memory(pids: set[int], proc: Path = PROC) -> list[MemoryReading] | str:
+    """The resident memory of the engine's processes ``pids`` (kit.runtimes finds them)."""
     if not pids:
         return "no engine process under kit"
     return [MemoryReading(device=ENGINE, used_mib=round(rss_mib(pids, proc), 3))]
@@ -78,19 +76,9 @@ def engine_memory(proc: Path = PROC) -> list[MemoryReading] | str:
 
 @dataclass(frozen=True)
 class MemoryProbe:
-    """How the soak reads memory here: the source and its reader, or why it cannot."""
+    """How the soak reads memory here: the source and its reader, or why it cannot (each
+    runtime's, kit.runtimes.Runtime.memory_probe)."""
 
     source: MemorySource | None
     read: Callable[[], list[MemoryReading] | str] | None
     note: str | None = None
-
-
-def memory_probe(device: Literal["cpu", "cuda"], runtime: str) -> MemoryProbe:
-    """GPU memory for a CUDA engine, wherever it runs (NVML reads the card); the engine
-    processes' RSS for a CPU engine kit started here; else not measured, and why."""
-    if device == "cuda":
-        return MemoryProbe("nvml", gpu_memory)
-    if runtime == "native":
-        return MemoryProbe("rss", engine_memory)
-    where = "in another container" if runtime == "compose" else "not started by kit"
-    return MemoryProbe(None, None, f"not measured: the engine's processes are {where}")

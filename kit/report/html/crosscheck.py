@@ -3,6 +3,7 @@ figures beside kit's, whether they agree and within what tolerance (:mod:`kit.vl
 
 from __future__ import annotations
 
+from kit.figures import AGREEMENT_PCT
 from kit.report.html.layout import (
     NOT_MEASURED,
     bullets,
@@ -12,8 +13,8 @@ from kit.report.html.layout import (
     section,
 )
 from kit.report.schema import Report
-from kit.vllm_bench import DECODE_TOLERANCE_PCT, TTFT_TOLERANCE_MS, VllmBench
-from kit.vllm_bench.points import AGREEMENT, TOLERANCE_PCT, PointFigure
+from kit.vllm_bench import TTFT_TOLERANCE_MS, VllmBench
+from kit.vllm_bench.points import AGREEMENT, PointFigure
 
 TITLE = "Cross-check: vllm bench serve"
 
@@ -28,9 +29,9 @@ def agree_text(agree: bool | None) -> str:
 def tolerance_text(vb: VllmBench) -> str:
     """The rule the ``agree`` verdicts apply, per prompt or per load point."""
     if vb.points:
-        return f"{', '.join(AGREEMENT)} each within ±{TOLERANCE_PCT:g} % of vLLM's"
+        return f"{', '.join(AGREEMENT)} each within ±{AGREEMENT_PCT:g} % of vLLM's"
     return (
-        f"decode tok/s within ±{DECODE_TOLERANCE_PCT:g} % of vLLM's comparable figure and mean "
+        f"decode tok/s within ±{AGREEMENT_PCT:g} % of vLLM's comparable figure and mean "
         f"TTFT within ±{TTFT_TOLERANCE_MS:g} ms"
     )
 

@@ -12,6 +12,7 @@ from kit.recipe import recipe_sha256, validate_data
 from kit.recipe.protocol import non_canonical_reasons
 from kit.report.files import cut
 from kit.report.verify.checklist import CheckItem, check_item
+from kit.runtimes import named as named_runtime
 from kit.signing import canonical_bytes
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")
@@ -76,8 +77,8 @@ def patches_item(data: dict[str, Any]) -> CheckItem:  # noqa: C901, PLR0915
     recipe = _obj(data.get("recipe"))
     named = _obj(recipe.get("server")).get("patches")
     if manifest is None:
-        external = _obj(data.get("server")).get("runtime") == "external"
-        if named and external:
+        runtime = named_runtime(_obj(data.get("server")).get("runtime"))
+        if named and runtime is not None and not runtime.knows_engine:
             return CheckItem(
                 name="patches",
                 ok=True,

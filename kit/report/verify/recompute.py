@@ -30,7 +30,7 @@ from kit.report.verify.claims import claims_problems
 
 
 # a table of recomputations, one per part of the report
-def summaries_item(report: Report) -> CheckItem:  # noqa: C901
+def summaries_item(report: Report) -> CheckItem:
     problems: list[str] = []
     done: list[str] = []
     b = report.bench
@@ -42,8 +42,7 @@ def summaries_item(report: Report) -> CheckItem:  # noqa: C901
             if prompt is None:
                 problems.append(f"{s.prompt}: summarised, but not a prompt of the recipe")
                 prompt = Prompt(name=s.prompt, text="-", max_tokens=s.max_tokens)
-            # a report from before headlines has none to check
-            skip = {"spec_decode", "server"} | ({"headline"} if s.headline is None else set())
+            skip = {"spec_decode", "server"}
             stored = s.model_dump(mode="json", exclude=skip)
             fresh = summarize_prompt(prompt, b.records)
             problems += differences(stored, fresh.model_dump(mode="json", exclude=skip), s.prompt)
@@ -59,8 +58,6 @@ def summaries_item(report: Report) -> CheckItem:  # noqa: C901
                 problems.append(f"prefill {pf.depth}: not a depth of the recipe")
             if pf.status == "measured":
                 fresh_pf = summarize_prefill(pf.depth, b.records)
-                if pf.headline is None:
-                    fresh_pf = fresh_pf.model_copy(update={"headline": None})
                 problems += differences(dump(pf), dump(fresh_pf), f"prefill {pf.depth}")
             elif any(x is not None for x in (pf.prompt_tokens, pf.ttft_ms, pf.prefill_tps)):
                 problems.append(f"prefill {pf.depth}: {pf.status}, yet it carries statistics")

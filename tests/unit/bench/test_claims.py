@@ -31,10 +31,11 @@ from kit.bench.claims import (
     settle_ladder,
     settle_soak,
 )
-from kit.bench.claims.memory import engine_memory, memory_probe, rss_mib
+from kit.bench.claims.memory import engine_memory, rss_mib
 from kit.errors import RecipeError
 from kit.recipe import Bench, load_recipe
 from kit.recipe.serving import ContextSettings, SoakSettings
+from kit.runtimes import Compose, External, Native
 
 BENCH = Bench(stall_timeout_s=2.0, request_timeout_s=10.0)
 OOM = (
@@ -319,18 +320,18 @@ def test_a_dead_engine_ends_the_soak_with_its_turns_as_errors(
 
 
 def test_memory_is_the_engines_own_and_not_measured_elsewhere(tmp_path: Path) -> None:
-    assert memory_probe("cuda", "external").source == "nvml"
-    assert memory_probe("cpu", "native").source == "rss"
-    compose = memory_probe("cpu", "compose")
+    assert External().memory_probe("cuda").source == "nvml"
+    assert Native().memory_probe("cpu").source == "rss"
+    compose = Compose().memory_probe("cpu")
     assert compose.read is None and compose.note is not None and "another container" in compose.note
-    assert "not started by kit" in (memory_probe("cpu", "external").note or "")
+    assert "not started by kit" in (External().memory_probe("cpu").note or "")
     # a child of this process stands for the engine kit started: its resident memory is read
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; x = bytearray(64 << 20); time.sleep(30)"]
     )
     try:
         time.sleep(0.5)
-        readings = engine_memory()
+        readings = engine_memory(Native().engine_processes() or set())
         assert isinstance(readings, list) and [r.device for r in readings] == ["engine processes"]
         assert readings[0].used_mib > 64
         assert rss_mib({child.pid}) > 64

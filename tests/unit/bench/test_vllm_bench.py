@@ -11,6 +11,7 @@ import pytest
 from kit.bench import PromptSummary
 from kit.errors import BadInputError
 from kit.metrics import summarize
+from kit.noise import headline
 from kit.recipe import REFERENCE_PROMPTS, Bench, VllmBenchSettings
 from kit.vllm_bench import VllmBenchJob, bench_argv, compare, dataset_lines, explain, parse_result
 
@@ -27,6 +28,7 @@ def kit_summary(name: str, decode: list[float], ttft_ms: list[float]) -> PromptS
         max_tokens=1000,
         measured=len(decode),
         usable=len(decode),
+        headline=headline("decode_tps", dict(enumerate(decode)), {}),
         decode_tps=summarize(decode),
         wall_tps=summarize(decode),
         ttft_ms=summarize(ttft_ms),

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from kit import installer
 from kit.errors import BadInputError
-from kit.peers import TOLERANCE_PCT, PeerJob, PeerRun, Peers
+from kit.figures import AGREEMENT_PCT
+from kit.peers import PeerJob, PeerRun, Peers
 from kit.peers.__main__ import main as peers_main
 from kit.peers.install import ENV_SYSTEM, Host, Venv, peer_venv, system_site_packages
 from kit.peers.run import summary_notes
@@ -206,7 +207,7 @@ def test_the_report_says_which_packages_came_from_the_host() -> None:
         host_packages=["torch==2.11.0+cu130", "numpy==2.4.6"],
     )  # fmt: skip
     block = Peers(
-        tolerance_pct=TOLERANCE_PCT, rule="", kit_definitions={}, kit=[], runs=[run], agree=None
+        tolerance_pct=AGREEMENT_PCT, rule="", kit_definitions={}, kit=[], runs=[run], agree=None
     )
     assert run.source == (
         "PyPI guidellm==0.8.1, its own venv over the engine's Python's site-packages "

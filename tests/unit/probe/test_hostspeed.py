@@ -69,19 +69,13 @@ def test_the_engine_cores_come_from_vllm_cpus_binding() -> None:
 
 def test_where_it_runs_and_why_not() -> None:
     core = min(MINE)
-    assert plan("native", True, f"worker 0: cores [{core}]; reserved [9]") == WitnessPlan(
-        frozenset({core})
-    )
-    assert plan("native", True, None) == WitnessPlan(MINE)  # no binding: all of ours
-    assert plan("external", True, None) == WitnessPlan(MINE)  # kit bench --target, loopback
-    assert plan("external", False, None) == WitnessPlan(
+    assert plan(True, f"worker 0: cores [{core}]; reserved [9]") == WitnessPlan(frozenset({core}))
+    assert plan(True, None) == WitnessPlan(MINE)  # no binding: all of ours
+    assert plan(False, None) == WitnessPlan(
         None, "host-speed witness not run: the server is not on this host"
     )
-    assert plan("compose", False, None) == WitnessPlan(
-        None, "host-speed witness not run: in a container, the engine's cores are unknown"
-    )
     far = max(MINE) + 4096
-    assert plan("native", True, f"worker 0: cores [{far}]").note == (
+    assert plan(True, f"worker 0: cores [{far}]").note == (
         f"host-speed witness not run: the engine's cores [{far}] are not this process's to use"
     )
 

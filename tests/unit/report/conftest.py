@@ -6,17 +6,18 @@ from collections.abc import Callable
 
 import pytest
 
+from kit.bench.summary import decode_headline
 from kit.report import Report
 
 
 @pytest.fixture
 def scaled() -> Callable[[Report, str, float], Report]:
     """``scaled(report, prompt, factor)``: a re-run whose prompt decoded ``factor`` times as
-    fast (its measured records scaled, its stored headline dropped, so the records speak)."""
+    fast (its measured records scaled, its stored headline computed again from them)."""
 
     def scaled(report: Report, prompt: str, factor: float) -> Report:
         """The report with one prompt's measured runs decoding ``factor`` times as fast (a slower
-        or faster re-run); its stored headline dropped, so the records speak."""
+        or faster re-run); its stored headline computed again from the scaled records."""
         assert report.bench is not None
         records = [
             r.model_copy(update={"decode_tps": r.decode_tps * factor})
@@ -24,7 +25,10 @@ def scaled() -> Callable[[Report, str, float], Report]:
             else r
             for r in report.bench.records
         ]
-        prompts = [p.model_copy(update={"headline": None}) for p in report.bench.prompts]
+        prompts = [
+            p.model_copy(update={"headline": decode_headline(p.prompt, records)})
+            for p in report.bench.prompts
+        ]
         bench = report.bench.model_copy(update={"records": records, "prompts": prompts})
         return report.model_copy(update={"bench": bench})
 

@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("matplotlib", reason="kit's html extra: pip install 'kit[html]'")
 
 from kit.enginelog import EngineChoices
+from kit.figures import AGREEMENT_PCT
 from kit.probe.findings import BENIGN_REASONS
 from kit.report.describe import kernels_text, plain_name
 from kit.report.files import read_report
@@ -25,8 +26,8 @@ from kit.report.schema import Report
 from kit.report.validity import CLIENT_BUSY_PCT
 from kit.signing import SignatureCheck, load_public_key
 from kit.signing.keys import fingerprint
-from kit.vllm_bench import DECODE_TOLERANCE_PCT, TTFT_TOLERANCE_MS
-from kit.vllm_bench.points import AGREEMENT, TOLERANCE_PCT
+from kit.vllm_bench import TTFT_TOLERANCE_MS
+from kit.vllm_bench.points import AGREEMENT
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 KEYS = sorted((FIXTURES / "examples" / "keys").glob("*.pub"))
@@ -134,7 +135,7 @@ def test_crosscheck_per_prompt_shows_agreement_both_figures_and_tolerance(path: 
     assert body is not None
     assert f'id="crosscheck-agree">agree: {str(vb.agree).lower()}</div>' in body
     words = text(body)
-    assert f"±{DECODE_TOLERANCE_PCT:g} %" in words and f"±{TTFT_TOLERANCE_MS:g} ms" in words
+    assert f"±{AGREEMENT_PCT:g} %" in words and f"±{TTFT_TOLERANCE_MS:g} ms" in words
     table = {r[0]: r for r in rows(body)}
     for p in vb.prompts:
         assert p.kit_decode_tps and p.decode_tps and p.decode_delta_pct is not None
@@ -163,7 +164,7 @@ def test_crosscheck_per_load_point_shows_every_figure_of_both_tools() -> None:
     body = rendered(report, check, "crosscheck")
     assert body is not None
     assert f"agree: {str(vb.agree).lower()}</div>" in body
-    assert f"{', '.join(AGREEMENT)} each within ±{TOLERANCE_PCT:g} %" in text(body)
+    assert f"{', '.join(AGREEMENT)} each within ±{AGREEMENT_PCT:g} %" in text(body)
     table = {r[0]: r for r in rows(body)}
     assert list(table) == [p.label for p in vb.points]
     for p in vb.points:

@@ -38,7 +38,7 @@ from kit.report import Report
 from kit.report.assemble import energy_of
 from kit.report.deltas import figure_delta
 from kit.report.figures import Figure
-from kit.report.files import encode_report
+from kit.report.files import encode_report, upgraded
 from kit.report.html.figure import UNDRAWN
 from kit.report.validity import verdict
 
@@ -120,7 +120,7 @@ def load_payload(fixtures_dir: Path) -> dict[str, Any]:
     data["recipe_sha256"] = recipe_sha256(data["recipe"])
     data["non_canonical"] = non_canonical_reasons(data["recipe"])
     data["canonical"] = not data["non_canonical"]
-    report = Report.model_validate(data)
+    report = Report.model_validate(upgraded(data))
     energy = energy_of(report.gpu_sampling, report.bench)
     report = report.model_copy(update={"energy_per_token_j": energy})
     fresh = verdict(report, report.host, report.gpu_sampling, rules=report.validity.rules)

@@ -128,6 +128,7 @@ def test_invalid_and_incomplete_runs_say_so(cpu: Report) -> None:
 
     invalid = Validity(
         valid=False,
+        rules=1,
         reasons=[Finding(code="decode-cv-high", severity="error", message="narrative: CV 9%")],
     )
     report = cpu.model_copy(

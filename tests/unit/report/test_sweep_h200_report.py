@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from kit.figures import AGREEMENT_PCT
 from kit.report.files import read_report
 from kit.report.schema import Report
 from kit.report.verify import verify_report
 from kit.signing import load_public_key
-from kit.vllm_bench.points import TOLERANCE_PCT, compare_point
+from kit.vllm_bench.points import compare_point
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 RUN = FIXTURES / "results" / "h200-llama8b-bf16-sweep-2026-12-03"
@@ -61,4 +62,4 @@ def test_saved_vllm_results_are_the_ones_compared(report: Report) -> None:
 def test_throughput_agrees_with_vllm_at_every_point(report: Report) -> None:
     for vp in report.vllm_bench.points:
         (tps,) = [f for f in vp.figures if f.figure == "output tok/s"]
-        assert abs(tps.delta_pct) <= TOLERANCE_PCT, vp.label
+        assert abs(tps.delta_pct) <= AGREEMENT_PCT, vp.label

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from kit import signing
 from kit.errors import BadInputError, VerificationFailed
 from kit.recipe import recipe_sha256
-from kit.report import Report
+from kit.report import SCHEMA_VERSION, Report
 from kit.report.files import encode_report, read_report
 from kit.report.verify import Checklist, verify_report
 from kit.signing import TrustStore
@@ -483,7 +483,7 @@ def test_edited_canonical_flag_fails_the_recipe_and_validity_items(unsigned: byt
 
 def test_edited_verdict_fails_the_validity_item(unsigned: bytes) -> None:
     def edit(p: dict[str, Any]) -> None:
-        p["validity"] = {"valid": True, "reasons": []}
+        p["validity"] = {**p["validity"], "valid": True, "reasons": []}
 
     checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
     assert failing(checklist) == ["validity"]
@@ -674,11 +674,12 @@ def test_schema_failures_are_listed_and_dependent_items_skipped(unsigned: bytes)
 
 def test_newer_schema_version_says_upgrade(unsigned: bytes) -> None:
     def edit(p: dict[str, Any]) -> None:
-        p["schema_version"] = 2
+        p["schema_version"] = SCHEMA_VERSION + 1
 
     checklist = verify_report(edited(unsigned, edit), allow_unsigned=True)
     assert checklist.item("schema").problems == [
-        "schema_version 2 is newer than this kit reads (1): upgrade kit"
+        f"schema_version {SCHEMA_VERSION + 1} is newer than this kit reads ({SCHEMA_VERSION}): "
+        "upgrade kit"
     ]
 
 
