@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from kit import engine as engine_mod
-from kit.bench import Bencher, model_info
+from kit.bench import Bencher, Watch, model_info
 from kit.build import build
 from kit.probe import HostLoadSampler
 from kit.recipe import load_recipe
@@ -68,10 +68,11 @@ def block(arm: str, runs: int) -> list[dict[str, object]]:
             if client_cpu is not None:
                 os.sched_setaffinity(0, {client_cpu})
             name, max_len = model_info(server.url)
-            bencher = Bencher(server.url, loaded.recipe.bench, name, max_model_len=max_len)
             with HostLoadSampler() as load:
-                bencher.hooks.append(load.mark)
-                result = bencher.run()
+                watch = Watch(hooks=(load.mark,))
+                result = Bencher(
+                    server.url, loaded.recipe.bench, name, max_model_len=max_len, watch=watch
+                ).run()
         finally:
             os.sched_setaffinity(0, before)
     other = load.host_load.other_cpu_pct

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from kit.base import KitModel
 from kit.bench import model_info
-from kit.bench.runner import Bencher
+from kit.bench.runner import Bencher, Watch
 from kit.bench.server import scrape_metrics
 from kit.bench.stream import request_body, utc_now_ms
 from kit.metrics import ServerWindow, decode_tps, server_window
@@ -105,13 +105,11 @@ def _pct(x: float | None, ref: float | None) -> float | None:
 
 
 def _kit_arm(url: str, bench: Bench, model: str, sampler: bool, interval_s: float) -> ArmRun:
-    bencher = Bencher(url, bench, model)
     if sampler:
         with GpuSampler(interval_s=interval_s) as gpu, HostLoadSampler() as load:
-            bencher.hooks += [gpu.mark, load.mark]
-            result = bencher.run()
+            result = Bencher(url, bench, model, watch=Watch(hooks=(gpu.mark, load.mark))).run()
     else:
-        result = bencher.run()
+        result = Bencher(url, bench, model).run()
     if not result.complete:
         raise RuntimeError(f"kit's bench did not complete: {result.incomplete_reason}")
     runs = [r for r in result.records if r.phase == "measured"]

@@ -171,14 +171,7 @@ def measure(
     cpu_clock, server_log = witnesses.cpu_clock, witnesses.server_log
     model_name, max_len = model_info(url)
     status = Status()
-    bencher = Bencher(
-        url,
-        loaded.recipe.bench,
-        model_name,
-        max_model_len=max_len,
-        watch=Watch(alive=alive, on_request=_progress_line(status, planned_requests(loaded))),
-        recipe_dir=loaded.path.parent,
-    )
+    progress = _progress_line(status, planned_requests(loaded))
     # "ours" for the host-load sampler: kit and its children (the native server's group)
     witness = HostSpeedWitness(host_speed) if host_speed else contextlib.nullcontext(None)
     with (
@@ -186,21 +179,29 @@ def measure(
         HostLoadSampler() as load,
         witness as speed,
     ):
-        bencher.host_speed = speed
-        if cpu_clock is not None:
-            bencher.cpu_clock = replace(cpu_clock, exclude=lambda: _pids(speed))
-        bencher.hooks.append(sampler.mark)
-        if host_load:
-            bencher.hooks.append(load.mark)
         spans = LogSpans(server_log) if server_log is not None else None
-        if spans is not None:
-            bencher.hooks.append(spans.mark)
-        result = bencher.run()
+        hooks = (sampler.mark, *((load.mark,) if host_load else ()))
+        watch = Watch(
+            alive=alive,
+            on_request=progress,
+            host_speed=speed,
+            cpu_clock=replace(cpu_clock, exclude=lambda: _pids(speed)) if cpu_clock else None,
+            hooks=(*hooks, *((spans.mark,) if spans is not None else ())),
+        )
+        bencher = Bencher(
+            url,
+            loaded.recipe.bench,
+            model_name,
+            max_model_len=max_len,
+            watch=watch,
+            recipe_dir=loaded.path.parent,
+        )
+        run = bencher.measure()
     return Measurement(
-        result=result,
+        result=run.result,
         sampling=sampler.sampling,
         host_load=load.host_load if host_load else None,
-        load_plan=bencher.plan,
+        load_plan=list(run.plan) if run.plan is not None else None,
         log_spans=spans.spans if spans is not None else [],
     )
 

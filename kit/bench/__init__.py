@@ -16,7 +16,7 @@ bench early with the runs so far, marked incomplete.
 from __future__ import annotations
 
 from kit.bench.aio import SequentialClient
-from kit.bench.runner import Bencher, Watch
+from kit.bench.runner import Bencher, BenchRun, Watch
 from kit.bench.server import model_info
 from kit.bench.stream import (
     BenchAborted,
@@ -37,6 +37,7 @@ from kit.bench.summary import (
 __all__ = [
     "BenchAborted",
     "BenchResult",
+    "BenchRun",
     "Bencher",
     "Phase",
     "PrefillResult",

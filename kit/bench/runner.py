@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
@@ -50,7 +50,6 @@ from kit.bench.summary import (
 )
 from kit.metrics import (
     Sample,
-    SpecDecode,
     add_spec,
     request_witness,
     server_window,
@@ -58,7 +57,7 @@ from kit.metrics import (
 )
 from kit.probe.hostspeed import HostSpeed
 from kit.probe.schedstat import EngineClock, account
-from kit.recipe import Bench
+from kit.recipe import Bench, Prompt
 from kit.recipe.traffic import (
     FileDataset,
     RandomDataset,
@@ -88,17 +87,60 @@ def _filler(words: int, salt: str) -> str:
     return f"[{salt}] Summarize the following notes in one sentence. {body}"
 
 
+# what ends a bench inside a measured window: kept, with the figures so far, then raised
+Stop = BenchAborted | KeyboardInterrupt
+
+
 @dataclass(frozen=True)
 class Watch:
-    """What a bench calls back: ``alive`` says why the server died ("" while it lives), so an
-    error names the cause; ``on_request`` sees each record as it ends (progress, tests)."""
+    """What a bench calls back and reads, each outside the timed requests: ``alive`` says why
+    the server died ("" while it lives), so an error names the cause; ``on_request`` sees each
+    record as it ends (progress, tests); ``host_speed``, the host-speed witness
+    (:mod:`kit.probe.hostspeed`) read before each measured request while the server is idle
+    (None: not run, a server on another host); ``cpu_clock``, the scheduler's account of each
+    measured and prefill request (:mod:`kit.probe.schedstat`; None: not read, not kit's
+    server); ``hooks``, called with each phase mark (the samplers)."""
 
     alive: Callable[[], str] | None = None
     on_request: Callable[[RequestRecord], None] | None = None
+    host_speed: Callable[[], HostSpeed | None] | None = None
+    cpu_clock: EngineClock | None = None
+    hooks: tuple[Callable[[str], None], ...] = ()
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """What one bench measured: its result and, for a load run, its requests as drawn (warm-ups
+    first), for vLLM's side to send the same ones; None without a load pattern."""
+
+    result: BenchResult
+    plan: tuple[Planned, ...] | None = None
+
+
+def first_token_budget(bench: Bench, records: list[RequestRecord], name: str, depth: int) -> float:
+    """How long a ``depth``-token probe may wait for its first token: PREFILL_MARGIN times
+    depth / the prefill rate ``name``'s earlier requests measured (prompt tokens / TTFT, the
+    slowest), at least the stall timeout; request_timeout_s before any was measured."""
+    rates = [
+        r.prompt_tokens / r.ttft_s
+        for r in records
+        if r.prompt == name and r.error is None and r.prompt_tokens and r.ttft_s
+    ]
+    if not rates:
+        return bench.request_timeout_s
+    budget = max(bench.stall_timeout_s, PREFILL_MARGIN * depth / min(rates))
+    return min(budget, bench.request_timeout_s)
+
+
+def _client(bench: Bench) -> httpx.Client:
+    """The client for what kit asks outside the timed requests (/metrics, /tokenize)."""
+    timeout = httpx.Timeout(connect=10.0, read=bench.stall_timeout_s, write=30.0, pool=10.0)
+    return httpx.Client(timeout=timeout)
 
 
 class Bencher:
-    """Runs the protocol against one server."""
+    """Runs the protocol against one server. Built complete: each :meth:`measure` is a fresh
+    run whose working state lives in that call, and returns what it measured."""
 
     def __init__(
         self,
@@ -110,61 +152,104 @@ class Bencher:
         watch: Watch | None = None,
         recipe_dir: Path | None = None,
     ) -> None:
-        self.url = url.rstrip("/")
-        self.recipe_dir = recipe_dir  # where a dataset file's relative path starts
-        self.bench = bench
-        self.model = model
-        self.max_model_len = max_model_len
-        watch = watch or Watch()
-        self.alive = watch.alive or (lambda: "")
-        self.on_request = watch.on_request
-        self.records: list[RequestRecord] = []
-        timeout = httpx.Timeout(connect=10.0, read=bench.stall_timeout_s, write=30.0, pool=10.0)
-        self.client = httpx.Client(timeout=timeout)  # /metrics and /tokenize, outside timing
-        self.streams = SequentialClient(self.url)  # the timed requests
-        self.hooks: list[Callable[[str], None]] = []  # phase marks for samplers
-        # the host-speed witness (kit.probe.hostspeed), read before each measured request while
-        # the server is idle; None: not run (a server on another host)
-        self.host_speed: Callable[[], HostSpeed | None] | None = None
-        # the scheduler's account of each measured and prefill request (kit.probe.schedstat),
-        # read just before and after it, outside its timing; None: not read (not kit's server)
-        self.cpu_clock: EngineClock | None = None
-        self.soft_failures: list[str] = []  # measurements that failed without ending the bench
-        # a load run's requests as drawn (load_plan), for vLLM's side to send the same ones
-        self.plan: list[Planned] | None = None
-        # /metrics as last read inside a measured window: each measured request's witness is
-        # the delta from it (one request in flight), read after the request, outside its timing
-        self._window: dict[Sample, float] | None = None
+        self.url: Final = url.rstrip("/")
+        self.bench: Final = bench
+        self.model: Final = model
+        self.max_model_len: Final = max_model_len
+        self.watch: Final = watch or Watch()
+        self.recipe_dir: Final = recipe_dir  # where a dataset file's relative path starts
+
+    def measure(self) -> BenchRun:
+        """One run of the protocol: every prompt (or load point), then the prefill probe."""
+        return _Run(self).measure()
+
+    def run(self) -> BenchResult:
+        """:meth:`measure`'s result."""
+        return self.measure().result
+
+    def planned(self, count: int) -> list[Planned]:
+        """The requests of one point, from the recipe's dataset (default: its prompts)."""
+        with _client(self.bench) as client:
+            return _planned(self, client, count)
+
+    def load_plan(self) -> list[Planned]:
+        """Every request a load run draws from (warm-ups first), the same on every call: the
+        most any point sends."""
+        with _client(self.bench) as client:
+            return _load_plan(self, client)
+
+
+def _count_tokens(b: Bencher, client: httpx.Client, text: str) -> int | None:
+    """Prompt tokens for a chat message via vLLM's /tokenize; None when unsupported."""
+    body = {
+        "model": b.model,
+        "messages": [{"role": "user", "content": text}],
+        "add_generation_prompt": True,
+        "chat_template_kwargs": dict(b.bench.chat_template_kwargs),
+    }
+    try:
+        resp = client.post(b.url + "/tokenize", json=body)
+        return int(resp.json()["count"]) if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _planned(b: Bencher, client: httpx.Client, count: int) -> list[Planned]:
+    ds = b.bench.dataset
+    if isinstance(ds, RandomDataset):
+        return random_requests(ds, count, lambda text: _count_tokens(b, client, text))
+    if isinstance(ds, FileDataset):
+        return file_requests(ds, b.recipe_dir)
+    return [Planned(p.text, p.max_tokens) for p in b.bench.prompts]
+
+
+def _load_plan(b: Bencher, client: httpx.Client) -> list[Planned]:
+    load = b.bench.load
+    assert load is not None
+    most = max(point_warmups(load, v) + point_requests(load, v) for v in levels(b.bench))
+    return _planned(b, client, most)
+
+
+class _Run:
+    """One bench's working state: its clients and the records and soft failures so far, each
+    list only appended to. Every attribute is set here, in ``__init__``."""
+
+    def __init__(self, b: Bencher) -> None:
+        self.b: Final = b
+        self.alive: Final = b.watch.alive or (lambda: "")
+        self.client: Final = _client(b.bench)  # /metrics and /tokenize, outside timing
+        self.streams: Final = SequentialClient(b.url)  # the timed requests
+        self.records: Final[list[RequestRecord]] = []
+        self.soft_failures: Final[list[str]] = []  # failed without ending the bench
 
     def _mark(self, label: str) -> None:
-        for hook in self.hooks:
+        for hook in self.b.watch.hooks:
             hook(label)
 
     def scrape(self) -> dict[Sample, float]:
-        return scrape_metrics(self.client, self.url)
+        return scrape_metrics(self.client, self.b.url)
 
-    def _one(
+    def _stream(
         self, body: dict[str, Any], tag: RequestTag, first_token_s: float | None = None
     ) -> RequestRecord:
-        measured = tag.phase == "measured"
-        speed = self.host_speed() if self.host_speed and measured else None
-        clock = self.cpu_clock if measured or tag.phase == "prefill" else None
+        """One timed request, with the probes' readings around it (outside its timing)."""
+        probes, measured = self.b.watch, tag.phase == "measured"
+        speed = probes.host_speed() if probes.host_speed and measured else None
+        clock = probes.cpu_clock if measured or tag.phase == "prefill" else None
         before = clock.snapshot() if clock else None
-        rec = self.streams.stream(body, tag, StreamLimits.of(self.bench, first_token_s))
+        rec = self.streams.stream(body, tag, StreamLimits.of(self.b.bench, first_token_s))
         if clock and before is not None:
             cpu = account(before, clock.snapshot(), clock.worker_cores is not None)
             rec = rec.model_copy(update={"cpu": cpu})
         if speed is not None:
             rec = rec.model_copy(update={"host_speed": speed})
-        if tag.phase == "measured" and self._window:
-            after = self.scrape()
-            witness = request_witness(self._window, after) if after else None
-            if witness is not None:
-                rec = rec.model_copy(update={"server": witness})
-            self._window = after or None
+        return rec
+
+    def _keep(self, rec: RequestRecord, tag: RequestTag) -> RequestRecord:
+        """``rec`` recorded and shown; an error ends the bench, naming why the server died."""
         self.records.append(rec)
-        if self.on_request:
-            self.on_request(rec)
+        if self.b.watch.on_request:
+            self.b.watch.on_request(rec)
         if rec.error is not None:
             dead = self.alive()
             raise BenchAborted(
@@ -173,42 +258,46 @@ class Bencher:
             )
         return rec
 
-    def run(self) -> BenchResult:
+    def _one(
+        self, body: dict[str, Any], tag: RequestTag, first_token_s: float | None = None
+    ) -> RequestRecord:
+        return self._keep(self._stream(body, tag, first_token_s), tag)
+
+    def _measured(
+        self, body: dict[str, Any], tag: RequestTag, window: dict[Sample, float] | None
+    ) -> dict[Sample, float] | None:
+        """One measured request; its witness is the /metrics delta from ``window`` (one request
+        in flight), read after it, outside its timing. Returns the next request's window."""
+        rec = self._stream(body, tag)
+        after = self.scrape() if window else None
+        witness = request_witness(window, after) if window and after else None
+        if witness is not None:
+            rec = rec.model_copy(update={"server": witness})
+        self._keep(rec, tag)
+        return after or None
+
+    def measure(self) -> BenchRun:
+        bench = self.b.bench
         started = utc_now_ms()
         summaries: list[PromptSummary] = []
         prefill: list[PrefillResult] = []
-        windows: list[SpecDecode] = []
-        reason: str | None = None
         points: list[LoadPoint] = []
+        plan: list[Planned] | None = None
+        reason: str | None = None
         try:
             self._mark("idle")
-            if self.bench.load is not None:
-                self._load_points(points)
-                windows += [pt.spec_decode for pt in points if pt.spec_decode is not None]
-            for prompt in self.bench.prompts if self.bench.load is None else []:
-                body = request_body(self.bench, self.model, prompt.text, prompt.max_tokens)
-                for i in range(self.bench.warmups):
-                    self._one(body, RequestTag(prompt.name, "warmup", i))
-                before = self._window = self.scrape()
-                self._mark("measure_start")
-                try:
-                    for i in range(self.bench.runs):
-                        self._one(body, RequestTag(prompt.name, "measured", i))
-                finally:
-                    self._window = None
-                    self._mark("measure_end")
-                    after = self.scrape()
-                    summary = summarize_prompt(prompt, self.records)
-                    spec = spec_decode_delta(before, after) if before and after else None
-                    if spec is not None:
-                        windows.append(spec)
-                    server = server_window(before, after) if before and after else None
-                    summaries.append(
-                        summary.model_copy(update={"spec_decode": spec, "server": server})
-                    )
-            if self.bench.prefill is not None:
-                for depth in self.bench.prefill.depths:
-                    prefill.append(self._prefill(depth))
+            if bench.load is not None:
+                plan = _load_plan(self.b, self.client)
+                points, stopped = self._load_points(plan)
+                if stopped is not None:
+                    raise stopped
+            for prompt in bench.prompts if bench.load is None else []:
+                summary, stopped = self._prompt(prompt)
+                summaries.append(summary)
+                if stopped is not None:
+                    raise stopped
+            if bench.prefill is not None:
+                prefill = [self._prefill(depth) for depth in bench.prefill.depths]
             self._mark("post")
             if self.soft_failures:
                 reason = "; ".join(self.soft_failures)
@@ -221,144 +310,152 @@ class Bencher:
         finally:
             self.client.close()
             self.streams.close()
-        done = {s.prompt for s in summaries}
-        for prompt in self.bench.prompts if self.bench.load is None else []:
-            if prompt.name not in done and any(r.prompt == prompt.name for r in self.records):
-                summaries.append(summarize_prompt(prompt, self.records))
-        return BenchResult(
-            target=self.url,
-            served_model=self.model,
+        summaries += self._unfinished(summaries)
+        windows = [s.spec_decode for s in summaries if s.spec_decode is not None]
+        windows += [pt.spec_decode for pt in points if pt.spec_decode is not None]
+        result = BenchResult(
+            target=self.b.url,
+            served_model=self.b.model,
             started_at=started,
             finished_at=utc_now_ms(),
             complete=reason is None,
             incomplete_reason=reason,
             request_template={
                 k: v
-                for k, v in request_body(self.bench, self.model, "", 0).items()
+                for k, v in request_body(bench, self.b.model, "", 0).items()
                 if k not in {"messages", "max_tokens"}
             },
-            records=self.records,
+            records=list(self.records),
             prompts=summaries,
             prefill=prefill,
             spec_decode=add_spec(windows),
             load_points=points,
         )
+        return BenchRun(result, tuple(plan) if plan is not None else None)
+
+    def _unfinished(self, summaries: list[PromptSummary]) -> list[PromptSummary]:
+        """The summaries of prompts the bench stopped inside (their runs so far)."""
+        bench, done = self.b.bench, {s.prompt for s in summaries}
+        return [
+            summarize_prompt(prompt, self.records)
+            for prompt in (bench.prompts if bench.load is None else [])
+            if prompt.name not in done and any(r.prompt == prompt.name for r in self.records)
+        ]
+
+    def _prompt(self, prompt: Prompt) -> tuple[PromptSummary, Stop | None]:
+        """One prompt: its warm-ups, then its measured window between two /metrics reads.
+        Returns its summary, and what stopped the bench inside the window (the summary then
+        holds the runs so far and the window's counters)."""
+        bench, model = self.b.bench, self.b.model
+        body = request_body(bench, model, prompt.text, prompt.max_tokens)
+        for i in range(bench.warmups):
+            self._one(body, RequestTag(prompt.name, "warmup", i))
+        before = self.scrape()
+        window: dict[Sample, float] | None = before
+        stopped: Stop | None = None
+        self._mark("measure_start")
+        try:
+            for i in range(bench.runs):
+                window = self._measured(body, RequestTag(prompt.name, "measured", i), window)
+        except (BenchAborted, KeyboardInterrupt) as exc:
+            stopped = exc
+        finally:
+            self._mark("measure_end")
+            after = self.scrape()
+        spec = spec_decode_delta(before, after) if before and after else None
+        server = server_window(before, after) if before and after else None
+        summary = summarize_prompt(prompt, self.records)
+        return summary.model_copy(update={"spec_decode": spec, "server": server}), stopped
 
     # -- load points -------------------------------------------------------------------------
 
-    def planned(self, count: int) -> list[Planned]:
-        """The requests of one point, from the recipe's dataset (default: its prompts)."""
-        ds = self.bench.dataset
-        if isinstance(ds, RandomDataset):
-            return random_requests(ds, count, self._count_tokens)
-        if isinstance(ds, FileDataset):
-            return file_requests(ds, self.recipe_dir)
-        return [Planned(p.text, p.max_tokens) for p in self.bench.prompts]
-
-    def load_plan(self) -> list[Planned]:
-        """Every request a load run draws from (warm-ups first), the same on every call: the
-        most any point sends."""
-        load = self.bench.load
+    def _load_points(self, plan: list[Planned]) -> tuple[list[LoadPoint], Stop | None]:
+        """The load points in order, until one's stop rule holds, or one's requests failed on a
+        dying server or the user interrupts (returned as what stopped the bench, with the
+        points so far)."""
+        b, points = self.b, list[LoadPoint]()
+        load = b.bench.load
         assert load is not None
-        most = max(point_warmups(load, v) + point_requests(load, v) for v in levels(self.bench))
-        return self.planned(most)
-
-    def _load_points(self, points: list[LoadPoint]) -> None:
-        load = self.bench.load
-        assert load is not None
-        steps = levels(self.bench)
-        self.plan = self.load_plan()
-        target = LoadTarget(self.url, self.bench, self.model, self.plan)
+        steps = levels(b.bench)
+        target = LoadTarget(b.url, b.bench, b.model, plan)
         for n, level in enumerate(steps):
-            label = point_label(load, level)
-            salt, t0 = secrets.token_hex(4), time.perf_counter()
-            warm, _ = run_point(target, level, "load_warmup", salt, t0, self.on_request)
-            self.records += warm
-            before = self.scrape()
-            self._mark("measure_start")
             try:
-                records, cpu = run_point(target, level, "load", salt, t0, self.on_request)
-            finally:
-                self._mark("measure_end")
-            after = self.scrape()
-            self.records += records
-            records = warm + records
-            point = summarize_point(label, load.pattern, level, self.records, self.bench.slo)
-            spec = spec_decode_delta(before, after) if before and after else None
-            server = server_window(before, after) if before and after else None
-            point = point.model_copy(
-                update={"spec_decode": spec, "server": server, "client_cpu_pct": cpu}
-            )
-            points.append(point)
-            stop = load.stop_reason(points, self.bench.slo)
-            if stop is not None:
-                points[-1] = point.model_copy(update={"stop_reason": stop})
-            log.info(
-                "bench: %s: %d/%d completed, %.1f output tok/s, TTFT p50 %.0f ms",
-                label,
-                point.completed,
-                point.requests,
-                point.output_tps or 0.0,
-                point.ttft_ms.p50 or 0.0,
-            )
+                point, records = self._load_point(target, level)
+            except KeyboardInterrupt as exc:
+                return points, exc
+            stop = load.stop_reason([*points, point], b.bench.slo)
+            points.append(point if stop is None else point.model_copy(update={"stop_reason": stop}))
             failed = [r for r in records if r.error is not None]
             if failed:
                 dead = self.alive()
                 message = (
-                    f"{label}: {len(failed)} of {len(records)} requests failed: {failed[0].error}"
+                    f"{point.label}: {len(failed)} of {len(records)} requests failed: "
+                    f"{failed[0].error}"
                 )
                 if dead:
-                    raise BenchAborted(f"{message} ({dead})")
+                    return points, BenchAborted(f"{message} ({dead})")
                 self.soft_failures.append(message)
             if stop is not None:
-                log.info("bench: sweep stopped after %s: %s", label, stop)
+                log.info("bench: sweep stopped after %s: %s", point.label, stop)
                 break
             if load.cooldown_s and n + 1 < len(steps):
                 time.sleep(load.cooldown_s)
+        return points, None
 
-    def _count_tokens(self, text: str) -> int | None:
-        """Prompt tokens for a chat message via vLLM's /tokenize; None when unsupported."""
-        body = {
-            "model": self.model,
-            "messages": [{"role": "user", "content": text}],
-            "add_generation_prompt": True,
-            "chat_template_kwargs": dict(self.bench.chat_template_kwargs),
-        }
+    def _load_point(
+        self, target: LoadTarget, level: float
+    ) -> tuple[LoadPoint, list[RequestRecord]]:
+        """One load point: its warm-ups, then its measured requests between two /metrics
+        reads. Returns the point and its requests (warm-ups first)."""
+        b = self.b
+        load = b.bench.load
+        assert load is not None
+        label = point_label(load, level)
+        salt, t0 = secrets.token_hex(4), time.perf_counter()
+        warm, _ = run_point(target, level, "load_warmup", salt, t0, b.watch.on_request)
+        self.records.extend(warm)
+        before = self.scrape()
+        self._mark("measure_start")
         try:
-            resp = self.client.post(self.url + "/tokenize", json=body)
-            return int(resp.json()["count"]) if resp.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
-            return None
+            records, cpu = run_point(target, level, "load", salt, t0, b.watch.on_request)
+        finally:
+            self._mark("measure_end")
+        after = self.scrape()
+        self.records.extend(records)
+        point = summarize_point(label, load.pattern, level, self.records, b.bench.slo)
+        spec = spec_decode_delta(before, after) if before and after else None
+        server = server_window(before, after) if before and after else None
+        point = point.model_copy(
+            update={"spec_decode": spec, "server": server, "client_cpu_pct": cpu}
+        )
+        log.info(
+            "bench: %s: %d/%d completed, %.1f output tok/s, TTFT p50 %.0f ms",
+            label,
+            point.completed,
+            point.requests,
+            point.output_tps or 0.0,
+            point.ttft_ms.p50 or 0.0,
+        )
+        return point, warm + records
+
+    # -- the prefill probe -------------------------------------------------------------------
 
     def _words_for(self, depth: int) -> int | None:
         """Filler words giving ``depth`` prompt tokens, fitted on two /tokenize counts."""
         a_words, b_words = 64, 512
-        a = self._count_tokens(_filler(a_words, "0" * 16))
-        b = self._count_tokens(_filler(b_words, "0" * 16))
+        a = _count_tokens(self.b, self.client, _filler(a_words, "0" * 16))
+        b = _count_tokens(self.b, self.client, _filler(b_words, "0" * 16))
         if a is None or b is None or b <= a:
             return None
         per_word = (b - a) / (b_words - a_words)
         fixed = a - per_word * a_words
         return max(int((depth - fixed) / per_word), 1)
 
-    def first_token_budget(self, name: str, depth: int) -> float:
-        """How long a ``depth``-token probe may wait for its first token: PREFILL_MARGIN times
-        depth / the prefill rate its earlier requests measured (prompt tokens / TTFT, the
-        slowest), at least the stall timeout; request_timeout_s before any was measured."""
-        rates = [
-            r.prompt_tokens / r.ttft_s
-            for r in self.records
-            if r.prompt == name and r.error is None and r.prompt_tokens and r.ttft_s
-        ]
-        if not rates:
-            return self.bench.request_timeout_s
-        budget = max(self.bench.stall_timeout_s, PREFILL_MARGIN * depth / min(rates))
-        return min(budget, self.bench.request_timeout_s)
-
     def _prefill(self, depth: int) -> PrefillResult:
-        p = self.bench.prefill
+        bench = self.b.bench
+        p = bench.prefill
         assert p is not None
-        limit = self.max_model_len
+        limit = self.b.max_model_len
         if limit is not None and depth + p.max_tokens + 64 > limit:
             return PrefillResult(
                 depth=depth,
@@ -375,10 +472,10 @@ class Bencher:
             for i in range(p.warmups + p.runs):
                 phase: Phase = "prefill_warmup" if i < p.warmups else "prefill"
                 salt = secrets.token_hex(8)
-                body = request_body(self.bench, self.model, _filler(words, salt), p.max_tokens)
+                body = request_body(bench, self.b.model, _filler(words, salt), p.max_tokens)
                 body.pop("ignore_eos", None)
                 index = i if phase == "prefill_warmup" else i - p.warmups
-                budget = self.first_token_budget(name, depth)
+                budget = first_token_budget(bench, self.records, name, depth)
                 rec = self._one(body, RequestTag(name, phase, index, salt), first_token_s=budget)
                 if calibrate and rec.prompt_tokens:
                     words = max(int(words * depth / rec.prompt_tokens), 16)

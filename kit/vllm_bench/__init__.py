@@ -116,11 +116,7 @@ def run_vllm_bench(
     env.setdefault("PYTHONUNBUFFERED", "1")
     if bench.load is not None:
         if planned is None:
-            drawer = Bencher(job.url, bench, job.model, recipe_dir=job.recipe_dir)
-            try:
-                planned = drawer.load_plan()
-            finally:
-                drawer.client.close()
+            planned = Bencher(job.url, bench, job.model, recipe_dir=job.recipe_dir).load_plan()
         points, notes = run_points(job, env, kit_result, planned)
         judged = [p.agree for p in points if p.agree is not None]
         return VllmBench(

@@ -43,15 +43,15 @@ def test_three_peers_beside_kit_at_each_point(
 ) -> None:
     bench = load_recipe(cpu_recipe.path, SETS).recipe.bench
     name, _ = model_info(server.url)
-    bencher = Bencher(server.url, bench, name)
-    result = bencher.run()
+    measured = Bencher(server.url, bench, name).measure()
+    result = measured.result
     assert result.complete, result.incomplete_reason
     job = PeerJob(
         url=server.url, model=name, tokenizer=built.served_dir, bench=bench, out_dir=tmp_path,
         python=engine_env.python, pythonpath=engine_env.pythonpath,
         engine_version=engine_env.version, torch=engine_env.versions.get("torch"),
     )  # fmt: skip
-    peers = run_peers(job, [PEERS[n] for n in bench.peers], result, bencher.plan)
+    peers = run_peers(job, [PEERS[n] for n in bench.peers], result, measured.plan)
     assert [r.tool for r in peers.runs] == ["vllm_bench", "guidellm", "aiperf"]
     versions = [r.version for r in peers.runs]
     assert versions == [engine_env.version, GUIDELLM, AIPERF]

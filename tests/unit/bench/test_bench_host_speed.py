@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from pacedserver import Paced
 
-from kit.bench import Bencher
+from kit.bench import Bencher, Watch
 from kit.cli import main
 from kit.enginelog import EngineChoices
 from kit.measure import engine_clock, witness_plan
@@ -46,9 +46,7 @@ def test_each_measured_request_carries_the_reading_taken_before_it(server: str) 
             python_ops_s=1e6 * (1 + len(calls)), kernel_ops_s=100.0, kernel="fake", cpus=[0]
         )
 
-    bencher = Bencher(server, BENCH, "m")
-    bencher.host_speed = witness
-    result = bencher.run()
+    result = Bencher(server, BENCH, "m", watch=Watch(host_speed=witness)).run()
     measured = [r for r in result.records if r.phase == "measured"]
     assert len(calls) == len(measured) == 6  # never before a warm-up
     assert [r.host_speed.python_ops_s if r.host_speed else None for r in measured] == [
@@ -61,9 +59,7 @@ def test_each_measured_request_carries_the_reading_taken_before_it(server: str) 
 
 @pytest.mark.parametrize("server", [(99, "none")], indirect=True)
 def test_a_failed_reading_leaves_its_record_without_one(server: str) -> None:
-    bencher = Bencher(server, BENCH, "m")
-    bencher.host_speed = lambda: None
-    result = bencher.run()
+    result = Bencher(server, BENCH, "m", watch=Watch(host_speed=lambda: None)).run()
     assert result.complete
     assert all(r.host_speed is None for r in result.records)
     assert all(p.host_speed is None for p in result.prompts)
@@ -124,9 +120,7 @@ def test_the_run_plans_the_witness_by_its_server() -> None:
 @pytest.mark.skipif(not supported(), reason="no per-thread schedstat here")
 @pytest.mark.parametrize("server", [(99, "none")], indirect=True)
 def test_each_measured_request_carries_its_account(server: str) -> None:
-    bencher = Bencher(server, BENCH, "m")
-    bencher.cpu_clock = EngineClock()
-    result = bencher.run()
+    result = Bencher(server, BENCH, "m", watch=Watch(cpu_clock=EngineClock())).run()
     measured = [r for r in result.records if r.phase == "measured"]
     assert len(measured) == 6
     for r in measured:
