@@ -43,7 +43,7 @@ include mk/browser.mk
         schema-check clean distclean
 
 help: ## list targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 # uv creates the venv (no ensurepip needed) and fills it from one download cache shared with
 # the engine venvs; pip's configured indexes and wheel folders are passed on (kit/installer.py)
@@ -111,10 +111,16 @@ schema: venv ## regenerate schemas/*.json from the models
 schema-check: venv ## fail if schemas/*.json drifted from the models (fix: make schema)
 	$(KIT) schema --out schemas --check
 
-.PHONY: fixtures
+.PHONY: fixtures check-dflash2
 
 fixtures: venv ## regenerate tests/fixtures/reports from tests/factories.py
 	$(PY) tests/make_fixtures.py
+
+# The DFlash2 backport's CPU checks (experiments/dflash2-cpu-check.py and its three modules,
+# against references and vLLM 0.28.0's own): not part of make test, as they download two vLLM
+# wheels and Triton (about 1 GB) for one patch series. Run them when patches/vllm-0.26.0 changes.
+check-dflash2: venv ## check patches/vllm-0.26.0 (DFlash2 backport) on the CPU, without a GPU
+	scripts/check-dflash2-series.sh build/dflash2-check
 
 clean: ## remove reports and test output
 	rm -rf $(REPORTS) .pytest_cache .mypy_cache .ruff_cache

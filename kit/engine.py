@@ -2,10 +2,7 @@
 
 A managed engine lives in its own virtual environment under ``$KIT_HOME/engines/``, one per
 (distribution, version, patch series), never in the system's or kit's own environment, so
-patches apply to it alone. An external engine is any interpreter given by ``--engine-python``
-or ``KIT_ENGINE_PYTHON`` (with its own ``PYTHONPATH``); kit checks its version and records
-which kind served. Before a managed install, :func:`ask_indexes` asks the package indexes it
-would use whether they answer (a preflight item: seconds, not an install that fails later).
+patches apply to it alone; an external engine is one already installed (:func:`external`).
 """
 
 from __future__ import annotations
@@ -137,7 +134,9 @@ def _env_from(
 
 
 def external(engine: Engine, python: str, pythonpath: str | None = None) -> EngineEnv:
-    """Use an engine that is already installed (an existing env, or ``PYTHONPATH``)."""
+    """Use an engine that is already installed (an existing env, or ``PYTHONPATH``): any
+    interpreter given by ``--engine-python`` or ``KIT_ENGINE_PYTHON`` (with its own
+    ``PYTHONPATH``); kit checks its version and records which kind served."""
     path = shutil.which(python) or python
     info = inspect(path, pythonpath)
     return _env_from("external", engine, path, info, pythonpath, None)
@@ -306,7 +305,9 @@ def ask_index(url: str, cert: str | None = None, timeout: float = INDEX_TIMEOUT_
 
 
 def ask_indexes(sources: installer.PackageSources) -> list[IndexAnswer]:
-    """Every index of ``sources``, asked at once (a few seconds at most)."""
+    """Every index of ``sources``, asked at once (a few seconds at most): before a managed
+    install, whether the package indexes it would use answer (a preflight item: seconds, not
+    an install that fails later)."""
     if not sources.indexes:
         return []
     with ThreadPoolExecutor(max_workers=len(sources.indexes)) as pool:

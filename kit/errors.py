@@ -1,24 +1,4 @@
-"""Every error kit raises: one hierarchy, each carrying a hint and an exit code.
-
-A raise site gives the hint that fits its case; one that gives none gets its class's
-``default_hint``, true of every error of that class, so that no error reaches a person without
-a ``hint:`` line (tests/unit/test_error_hints.py walks the classes and the raise sites).
-
-Library code raises these and never prints or exits; the CLI turns them into ``error: ...`` /
-``hint: ...`` lines on stderr and the exit code, and :func:`to_kit_error` turns every other
-exception that reaches it into one of them first. The tree, with exit codes::
-
-    KitError                                      2
-    ├── BadInputError                             2  a recipe, report, argument or URL
-    │   ├── RecipeError                           2
-    │   └── BadURLError (ValueError)              2
-    ├── EnvironmentProblem                        3  the machine, the network, a server
-    │   ├── ServerError                           3
-    │   ├── NetworkError (ConnectionError)        3
-    │   └── ServerAnswerError (OSError)           3
-    ├── VerificationFailed                        1
-    └── InternalError                             1  a bug: any other exception
-"""
+"""Every error kit raises: one hierarchy, each carrying a hint and an exit code."""
 
 from __future__ import annotations
 
@@ -43,7 +23,26 @@ DEBUG_HINT = "run with KIT_DEBUG=1 for the traceback, and report it"
 
 
 class KitError(Exception):
-    """Base of every error kit raises on purpose."""
+    """Base of every error kit raises on purpose.
+
+    Library code raises these and never prints or exits; the CLI turns them into ``error: ...``
+    / ``hint: ...`` lines on stderr and the exit code, and :func:`to_kit_error` turns every other
+    exception that reaches it into one of them first. A raise site gives the hint that fits its
+    case; one that gives none gets its class's ``default_hint``, so that no error reaches a person
+    without a ``hint:`` line (tests/unit/test_error_hints.py walks the classes and the raise
+    sites). The tree, with exit codes::
+
+        KitError                                      2
+        ├── BadInputError                             2  a recipe, report, argument or URL
+        │   ├── RecipeError                           2
+        │   └── BadURLError (ValueError)              2
+        ├── EnvironmentProblem                        3  the machine, the network, a server
+        │   ├── ServerError                           3
+        │   ├── NetworkError (ConnectionError)        3
+        │   └── ServerAnswerError (OSError)           3
+        ├── VerificationFailed                        1
+        └── InternalError                             1  a bug: any other exception
+    """
 
     exit_code = EXIT_BAD_INPUT
     # the hint of an error whose raise site gives none: true of every error of the class

@@ -1,11 +1,8 @@
 """Every figure a report can carry, once: the table compare, the reproduction verdict,
 ``--reference``, the peers, vLLM's bench agreement, show, the page and ``report table`` read.
 
-A row (:class:`Kind`) says what a figure is: key, title, unit, which way is better, the
-statistic, where it comes from (:data:`Source`), the rule of its band (:class:`Rule`) and
-whether the reproduction verdict judges it. :mod:`kit.report.figures` reads a report's values of
-each row. docs/figures.md is generated from :data:`KINDS` (``kit schema --out schemas`` writes
-it beside the schemas); docs/noise.md derives the rules.
+Each row is a :class:`Kind`, read of a report by :mod:`kit.report.figures`. docs/figures.md is
+generated from :data:`KINDS` (:func:`markdown`); docs/noise.md derives the rules.
 """
 
 from __future__ import annotations
@@ -228,7 +225,9 @@ ACCEPTANCE = Counters()
 
 @dataclass(frozen=True)
 class Kind:
-    """One row of the table: a figure a report may carry."""
+    """One row of the table: a figure a report may carry, with its key, title, unit, which way
+    is better, the statistic, where it comes from (:data:`Source`), the rule of its band
+    (:class:`Rule`) and whether the reproduction verdict judges it."""
 
     key: str
     title: str
@@ -389,7 +388,8 @@ SOURCES: dict[Source, str] = {
 
 
 def markdown() -> str:
-    """docs/figures.md: the table, generated (``kit schema`` writes it; a test checks it)."""
+    """docs/figures.md: the table, generated (``kit schema --out schemas`` writes it beside the
+    schemas; a test checks it)."""
     lines = [
         "# Figures",
         "",

@@ -1,24 +1,7 @@
 """Python environments for kit and its engines, made with uv and one shared download cache.
 
-kit's own ``.venv`` and every managed engine venv are created and filled by uv: no
-``ensurepip`` is needed, each wheel is downloaded and unpacked once into uv's cache, and every
-venv that needs it (kit's torch for the build stages, the engine's torch) gets it as hard links
-from there, so the same torch is never downloaded, unpacked or stored twice.
-
-uv does not read pip's configuration, so the package locations pip is configured with
-(``index-url``, ``extra-index-url``, ``find-links``, ``no-index``, ``cert``; from ``PIP_*``
-variables or ``pip config``) are passed on to uv: a machine behind a mirror, a proxy or a local
-wheel folder keeps working as it did with pip, and one without network installs from its wheel
-folders alone (``PIP_NO_INDEX=1``, or uv's own offline mode, ``UV_OFFLINE=1``: then kit adds no
-index of its own either). uv's own ``UV_*`` variables apply as usual (for example
-``UV_TORCH_BACKEND=cpu`` where no CPU torch wheel is configured).
-
-A venv over the system's site-packages (:func:`system_venv`) is made by that Python and filled
-by its pip (:func:`pip_install`): uv counts only a venv's own packages as installed, pip also
-those of the system site-packages it sees (astral-sh/uv#7358), and only pip keeps them.
-
-This module uses the standard library only: the Makefile runs it with the system Python,
-before kit's venv exists (``python3 -m kit.installer venv .venv -e '.[build,dev]'``).
+Standard library only: the Makefile runs this module with the system Python, before kit's venv
+exists (``python3 -m kit.installer venv .venv -e '.[build,dev]'``).
 """
 
 from __future__ import annotations
@@ -276,7 +259,15 @@ def _usable(location: str) -> bool:
 
 def index_options(config: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """uv arguments and environment for pip's configured package locations (with pip's
-    no-index: ``--no-index`` and the wheel folders alone)."""
+    no-index: ``--no-index`` and the wheel folders alone).
+
+    uv does not read pip's configuration, so the package locations pip is configured with
+    (``index-url``, ``extra-index-url``, ``find-links``, ``no-index``, ``cert``; from ``PIP_*``
+    variables or ``pip config``) are passed on to uv: a machine behind a mirror, a proxy or a
+    local wheel folder keeps working as it did with pip, and one without network installs from
+    its wheel folders alone (``PIP_NO_INDEX=1``, or uv's own offline mode, ``UV_OFFLINE=1``: then
+    kit adds no index of its own either). uv's own ``UV_*`` variables apply as usual (for example
+    ``UV_TORCH_BACKEND=cpu`` where no CPU torch wheel is configured)."""
     cfg = _pip_config() if config is None else config
     args: list[str] = []
     env: dict[str, str] = {}
@@ -393,7 +384,12 @@ def _wheel_folders(args: list[str]) -> list[str]:
 def run_uv(args: list[str], what: str) -> float:
     """Run uv with pip's package locations (for what it installs: ``pip install``; ``venv
     --seed``'s pip from pip's wheel folders, else from uv's default index); returns seconds
-    taken, raises InstallError."""
+    taken, raises InstallError.
+
+    kit's own ``.venv`` and every managed engine venv are created and filled by uv through here:
+    no ``ensurepip`` is needed, each wheel is downloaded and unpacked once into uv's cache, and
+    every venv that needs it (kit's torch for the build stages, the engine's torch) gets it as
+    hard links from there, so the same torch is never downloaded, unpacked or stored twice."""
     seeds = args[:1] == ["venv"] and "--seed" in args
     installs = args[:2] == ["pip", "install"] or seeds
     cfg = _pip_config() if installs else {}
@@ -447,7 +443,11 @@ def _system_environ() -> dict[str, str]:
 def system_venv(root: Path, python: str) -> Path:
     """A venv at ``root`` over ``python``'s site-packages (``--system-site-packages``), made by
     ``python``'s own venv module, without a pip of its own: the system's serves it (checked).
-    Returns its python; raises InstallError."""
+    Returns its python; raises InstallError.
+
+    It is filled by that pip (:func:`pip_install`), not by uv: uv counts only a venv's own
+    packages as installed, pip also those of the system site-packages it sees
+    (astral-sh/uv#7358), and only pip keeps them."""
     argv = [python, "-m", "venv", "--system-site-packages", "--without-pip", str(root)]
     proc = subprocess.run(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -1,9 +1,8 @@
 """Upgrades of ``schema_version``: an append-only list of functions per document kind.
 
-``upgrades[i]`` turns a version ``i + 1`` document into a version ``i + 2`` one. A reader runs
+``upgrades[i]`` turns a version ``i + 1`` document into a version ``i + 2`` one; a reader runs
 every upgrade from the document's version up to the current one, so a new layout is one new
-function at the end of the list and old files keep reading. A version newer than the list
-knows is refused: that file needs a newer kit.
+function at the end of the list and old files keep reading.
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ def current_version(upgrades: Sequence[Upgrade]) -> int:
 
 
 def newer_than_known(data: Any, upgrades: Sequence[Upgrade]) -> int | None:
-    """The document's schema_version when it is an integer newer than these upgrades reach."""
+    """The document's schema_version when it is an integer newer than these upgrades reach. A
+    version newer than the list knows is refused: that file needs a newer kit."""
     version = data.get("schema_version") if isinstance(data, dict) else None
     if isinstance(version, int) and not isinstance(version, bool):
         if version > current_version(upgrades):

@@ -1,12 +1,8 @@
 """One model across hosts, with vLLM's own multi-node launcher (not a launcher of kit's).
 
 A recipe's ``server.nodes`` splits the engine's world (tensor x pipeline parallel) over N
-nodes: node 0, the head, runs the OpenAI server and rank 0 of the world; every other node runs
-``vllm serve ... --headless``, which starts only its share of the engine processes. All of them
-get ``--nnodes N --node-rank R --master-addr HEAD --master-port P`` and the multiprocessing
-executor, and meet at the head's rendezvous port (torch.distributed over TCP: gloo on CPU, NCCL
-on GPUs). This module plans the nodes, builds their command lines, tells which addresses are
-this host's, and reads from a node's log which transport it used.
+nodes. This module plans the nodes, builds their command lines, tells which addresses are this
+host's, and reads from a node's log which transport it used.
 """
 
 from __future__ import annotations
@@ -60,7 +56,11 @@ def plan(nodes: Nodes, master_port: int) -> NodePlan:
 
 
 def node_args(nodes: NodePlan, rank: int) -> list[str]:
-    """vLLM's multi-node flags for node ``rank`` (the head is 0; the others run headless)."""
+    """vLLM's multi-node flags for node ``rank``. Node 0, the head, runs the OpenAI server and
+    rank 0 of the world; every other node runs ``vllm serve ... --headless``, which starts only
+    its share of the engine processes. All of them get ``--nnodes N --node-rank R --master-addr
+    HEAD --master-port P`` and the multiprocessing executor, and meet at the head's rendezvous
+    port (torch.distributed over TCP: gloo on CPU, NCCL on GPUs)."""
     args = [
         "--distributed-executor-backend",
         "mp",

@@ -1,10 +1,8 @@
 """The headline of a figure and the one noise rule every comparison uses.
 
 A figure's **headline** is the median of its runs (held streams left out) with a 95 % bootstrap
-interval, so one bad run cannot move it. Two headlines are compared by one **band**: the
-larger of the floor (what two sessions of one rig differ by that one session's runs cannot
-show) and the root sum of squares of both intervals' half-widths. A band wider than
-``MAX_BAND_PCT`` leaves the figure inconclusive. docs/noise.md has the derivation.
+interval, so one bad run cannot move it. Two headlines are compared by one **band**
+(:func:`band`). docs/noise.md has the derivation.
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from kit.base import FrozenModel, KitModel
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 0  # a fixed seed: a verifier recomputes the same interval from the same runs
-FLOOR_PCT = 3.0
-MAX_BAND_PCT = 10.0
+FLOOR_PCT = 3.0  # what two sessions of one rig differ by that one session's runs cannot show
+MAX_BAND_PCT = 10.0  # a band wider than this leaves the figure inconclusive
 
 
 class Excluded(KitModel):
@@ -152,7 +150,8 @@ class Band(FrozenModel):
 
 
 def band(a_half_pct: float | None, b_half_pct: float | None) -> Band:
-    """``max(FLOOR_PCT, sqrt(ha² + hb²))``; a side without an interval adds nothing (a single
+    """``max(FLOOR_PCT, sqrt(ha² + hb²))``: the larger of the floor and the root sum of squares
+    of both intervals' half-widths; a side without an interval adds nothing (a single
     reading, a published figure), so the floor holds where neither has one. A half-width
     beyond a double gives an infinite band: too wide."""
     parts = [h for h in (a_half_pct, b_half_pct) if h is not None]

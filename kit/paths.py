@@ -1,8 +1,6 @@
 """Where kit keeps things: the cache root, the config directory, the default signing key, and
-how a path is written into a report so that it names no machine.
-
-Also the one way kit reads a file it did not write (report, key, recipe, secret):
-:func:`read_regular`, which never blocks and never reads past a limit.
+how a path is written into a report so that it names no machine; also the one way kit reads a
+file it did not write (report, key, recipe, secret), :func:`read_regular`, which never blocks.
 
 Stdlib only: the installer and the CLI's error path import it before anything is installed.
 """

@@ -1,12 +1,7 @@
-"""Quantize stage: AutoRound weight-only quantization, cached by what determines its output.
-
-The cache key hashes the model's content identity, the recipe's quantization parameters
-(with the calibration data's own hash) and the auto-round version; a second run with the
-same inputs reuses the output and says so. AutoRound runs in a child interpreter
-(``python -m kit.quantize JOB RESULT``) because it starts worker processes and holds a lot of
-memory; its output goes to the stage log beside the cache entry (``-v``: the terminal too).
-The manifest records the checkpoint's digest (``identity``, with each file's sha256) and where
-AutoRound ran (``built_on``): what the reproduction verdict compares (docs/checkpoint.md).
+"""Quantize stage: AutoRound weight-only quantization, cached by what determines its output
+(:func:`cache_key`). The manifest records the checkpoint's digest (``identity``, with each
+file's sha256) and where AutoRound ran (``built_on``): what the reproduction verdict compares
+(docs/checkpoint.md).
 """
 
 from __future__ import annotations
@@ -146,6 +141,9 @@ def calibration_texts(q: AutoRoundQuantization, loaded: LoadedRecipe) -> tuple[A
 def cache_key(
     model: ModelManifest, q: AutoRoundQuantization, calibration_id: str
 ) -> tuple[str, dict[str, Any]]:
+    """The cache key and what it hashes: the model's content identity, the recipe's
+    quantization parameters (with the calibration data's own hash) and the auto-round version.
+    A second run with the same inputs reuses the output and says so."""
     params = q.model_dump(mode="json")
     params.pop("calibration")
     params.pop("placement")  # where it tunes, not what it makes
@@ -162,7 +160,10 @@ def cache_key(
 def quantize(
     loaded: LoadedRecipe, model_path: Path, model: ModelManifest
 ) -> tuple[Path, QuantManifest | None]:
-    """Quantize the model as the recipe says; ``(model_path, None)`` when it says none."""
+    """Quantize the model as the recipe says; ``(model_path, None)`` when it says none.
+    AutoRound runs in a child interpreter (``python -m kit.quantize JOB RESULT``) because it
+    starts worker processes and holds a lot of memory; its output goes to the stage log beside
+    the cache entry (``-v``: the terminal too)."""
     q = loaded.recipe.quantization
     if not isinstance(q, AutoRoundQuantization):
         return model_path, None

@@ -1,18 +1,6 @@
-"""Re-running a shared report: ``kit reproduce REPORT.json``.
-
-1. The report is read as every reader reads it (:func:`kit.report.files.read_report`): a bad
-   signature or a tampered file stops here (exit 1); so does a signer that is neither given
-   (``--report-key``) nor trusted, unless ``--allow-untrusted``.
-2. Its embedded recipe, with the pins it ran with (hub revisions, image digest, engine
-   version), is the recipe of the re-run; ``--set`` still applies and makes the run a
-   *variation*.
-3. Its patch series must be this checkout's, patch for patch and byte for byte: a re-run on
-   other patches would measure something else (exit 3, naming the patches that differ, and
-   the commit of kit that wrote the report to check out: its ``kit_source``).
-4. After the run, before its report is written (:func:`kit.run.run_and_report`), the verdict
-   on it against the original (:mod:`kit.report.reproduction`) goes into the new report
-   (:meth:`Rerun.attach`); it names the original by run id and by the sha256 of the file's
-   bytes.
+"""Re-running a shared report: ``kit reproduce REPORT.json``. Steps 1-3 (read the report, take
+its recipe, check its patches) are :func:`prepare_rerun`'s; step 4, the verdict on the re-run
+against the original, is :meth:`Rerun.attach`'s.
 """
 
 from __future__ import annotations
@@ -58,7 +46,10 @@ class Rerun:
     overrides: tuple[str, ...] = ()
 
     def attach(self, new: Report) -> Report:
-        """The new report with the verdict on it against the original, and a note naming it."""
+        """Step 4: the new report with the verdict on it against the original, and a note
+        naming it. After the run, before its report is written (:func:`kit.run.run_and_report`),
+        the verdict (:mod:`kit.report.reproduction`) goes into the new report; it names the
+        original by run id and by the sha256 of the file's bytes."""
         verdict = judge(
             self.original, new, original_sha256=self.original_sha256, overrides=self.overrides
         )
@@ -169,7 +160,17 @@ def prepare_rerun(
     allow_unsigned: bool = False,
 ) -> tuple[Rerun, LoadedRecipe]:
     """Steps 1-3 for the report at ``path``: the re-run (the report, the sha256 of its file)
-    and the recipe to run; raises before any work on a report that cannot be re-run here."""
+    and the recipe to run; raises before any work on a report that cannot be re-run here.
+
+    1. The report is read as every reader reads it (:func:`kit.report.files.read_report`): a
+       bad signature or a tampered file stops here (exit 1); so does a signer that is neither
+       given (``--report-key``) nor trusted, unless ``--allow-untrusted``.
+    2. Its embedded recipe, with the pins it ran with (hub revisions, image digest, engine
+       version), is the recipe of the re-run; ``--set`` still applies and makes the run a
+       *variation*.
+    3. Its patch series must be this checkout's, patch for patch and byte for byte: a re-run
+       on other patches would measure something else (exit 3, naming the patches that differ,
+       and the commit of kit that wrote the report to check out: its ``kit_source``)."""
     pub = load_public_key(report_key) if report_key else None
     original, check, digest = read_shared(
         path, pub, allow_untrusted=allow_untrusted, allow_unsigned=allow_unsigned

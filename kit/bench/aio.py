@@ -3,15 +3,6 @@
 The load protocol keeps many streams in flight in one thread (:func:`stream_request` per
 stream); the sequential protocol (the Club-3090 runs, the prefill probe) sends one at a time
 through :class:`SequentialClient`, which drives the same coroutine on a private event loop.
-
-A plain HTTP/1.1 client on asyncio streams, one keep-alive connection per stream in flight:
-no HTTP library between the socket and the clock, so each event's arrival time is taken when
-its bytes are read, and the client's own cost stays small next to the server's. It speaks what
-an OpenAI-compatible server answers a streamed request with: a status line, headers, then a
-body chunked (``Transfer-Encoding: chunked``), sized (``Content-Length``) or ending at close,
-holding ``data:`` lines. It gives the same :class:`~kit.bench.stream.RequestRecord` as the
-sequential client, judged by the same rules (TTFT to the first chunk carrying text, tokens
-from the final usage chunk, errors into the record, never raised).
 """
 
 from __future__ import annotations
@@ -41,7 +32,14 @@ Clock = Callable[[], float]
 
 class Connection:
     """One keep-alive HTTP/1.1 connection to the server, opened on first use and again after
-    the server closes it."""
+    the server closes it.
+
+    A plain HTTP/1.1 client on asyncio streams, one connection per stream in flight: no HTTP
+    library between the socket and the clock, so each event's arrival time is taken when its
+    bytes are read, and the client's own cost stays small next to the server's. It speaks what
+    an OpenAI-compatible server answers a streamed request with: a status line, headers, then a
+    body chunked (``Transfer-Encoding: chunked``), sized (``Content-Length``) or ending at
+    close, holding ``data:`` lines."""
 
     def __init__(self, url: str, opener: Opener | None = None) -> None:
         parts = urlsplit(url)
@@ -214,7 +212,10 @@ async def stream_request(
     t0: float | None = None,
     clock: Clock = time.perf_counter,
 ) -> RequestRecord:
-    """One streamed chat request on ``conn``, judged by :class:`~kit.bench.stream.StreamState`.
+    """One streamed chat request on ``conn``, judged by :class:`~kit.bench.stream.StreamState`
+    with the sequential client's rules (TTFT to the first chunk carrying text, tokens from the
+    final usage chunk, errors into the record, never raised): the same
+    :class:`~kit.bench.stream.RequestRecord` for both protocols.
 
     Until the first chunk with text, a read may wait ``limits.first_token_s`` (default
     ``stall_s``; the status line, ``deadline_s``); after it, ``stall_s`` holds between reads.

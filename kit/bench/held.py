@@ -2,16 +2,7 @@
 
 A server may hold a stream and send it all at once (seen on 2-core CPU hosts, whoever the
 client): the first token then waits for most of the request and the rest floods in, so
-``tokens / (wall - TTFT)`` times the delivery, not the decoding. A run is held when
-
-- **the server disagrees** (where it witnessed this request alone, :class:`RequestWitness`):
-  the client's decode span is shorter than the engine's first-to-last-token time by more than
-  ``WITNESS_TOL``; or, without a witness,
-- **the stream's own shape says so**: its first token came after more than ``TTFT_SHARE`` of
-  its wall time and more than ``TTFT_FACTOR`` times the bench's quickest first token; or nine
-  in ten of its text chunks came within ``BURST_S`` of the last.
-
-A held run stays in the records and is left out of the headline (:mod:`kit.noise`).
+``tokens / (wall - TTFT)`` times the delivery, not the decoding (:func:`held_runs`).
 """
 
 from __future__ import annotations
@@ -110,7 +101,16 @@ def _shape_says(r: RequestRecord, quickest: float | None) -> str | None:
 
 
 def held_runs(prompt: str, records: list[RequestRecord]) -> dict[int, str]:
-    """A prompt's held measured runs, by index, each with what showed it."""
+    """A prompt's held measured runs, by index, each with what showed it. A run is held when
+
+    - **the server disagrees** (where it witnessed this request alone,
+      :class:`~kit.metrics.RequestWitness`): the client's decode span is shorter than the
+      engine's first-to-last-token time by more than ``WITNESS_TOL``; or, without a witness,
+    - **the stream's own shape says so**: its first token came after more than ``TTFT_SHARE``
+      of its wall time and more than ``TTFT_FACTOR`` times the bench's quickest first token; or
+      nine in ten of its text chunks came within ``BURST_S`` of the last.
+
+    A held run stays in the records and is left out of the headline (:mod:`kit.noise`)."""
     quickest = quickest_first_token(records)
     held: dict[int, str] = {}
     for r in records:

@@ -1,12 +1,6 @@
 """A minimal streamed chat client that shares no code with kit: the yardstick of
 ``kit bench --fidelity``. Standard library only (http.client, json), run as a script in its own
 process, so that nothing of kit's (its threads, samplers, scrapes, HTTP stack) is near it.
-
-    python kit/bench/independent.py URL BODY.json COUNT
-
-sends BODY COUNT times, one at a time, and prints one JSON line per request: the seconds to the
-first chunk carrying text and to ``[DONE]`` (perf_counter after the send), and the usage
-chunk's token counts.
 """
 
 import http.client
@@ -55,6 +49,9 @@ def one(conn: http.client.HTTPConnection, path: str, payload: str) -> dict:  # t
 
 
 def main() -> None:
+    """``python kit/bench/independent.py URL BODY.json COUNT``: send BODY COUNT times, one at a
+    time, and print one JSON line per request: the seconds to the first chunk carrying text and
+    to ``[DONE]`` (perf_counter after the send), and the usage chunk's token counts."""
     url, body_file, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     parts = urlsplit(url)
     with open(body_file) as fh:

@@ -1,10 +1,8 @@
 """What a request record can have measured: the physical range of each of its numbers.
 
 A record with a number outside its range is not a measurement (a corrupted or forged value: a
-TTFT of 1e305 s, a rate of -1e300 tok/s, a time of 5e-324 s). Every summary of records leaves
-it out before any statistic (a headline names it among its runs left out), and ``kit report
-verify`` names it in its records item. The ranges are far wider than any run, and narrow
-enough that no statistic of values within them leaves a double's range.
+TTFT of 1e305 s, a rate of -1e300 tok/s, a time of 5e-324 s): every summary of records leaves
+it out before any statistic, and ``kit report verify`` names it in its records item.
 """
 
 from __future__ import annotations
@@ -23,7 +21,8 @@ NOT_MEASURED = "not a plausible measurement"  # how a headline's runs left out s
 Range = tuple[float, float, str]  # lowest, highest, unit
 
 # each number of a record by its part ("" the record itself), with its range; a time taken
-# after the send is at least MIN_S
+# after the send is at least MIN_S. The ranges are far wider than any run, and narrow enough
+# that no statistic of values within them leaves a double's range.
 RANGES: dict[str, dict[str, Range]] = {
     "": {
         "max_tokens": (0, MAX_TOKENS, "tokens"),

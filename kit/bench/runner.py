@@ -1,11 +1,7 @@
 """The protocol runner: every prompt of the recipe against one server, then the prefill probe.
 
-Per prompt: warm-ups (discarded), then measured requests, sequential, one stream at a time.
-With a load pattern (``bench.load``), its points in place of the prompts
-(:mod:`kit.bench.load`). /metrics is scraped around each measured window for
-speculative-decoding and server-side figures. An error or a dying server ends the bench early
-with the runs so far, marked incomplete; under load, failed requests of a live server are the
-point's figures (completed < requests) and mark the run incomplete without ending it.
+Per prompt: warm-ups (discarded), then measured requests, sequential, one stream at a time;
+with a load pattern (``bench.load``), its points in place of the prompts (:mod:`kit.bench.load`).
 """
 
 from __future__ import annotations
@@ -160,7 +156,11 @@ class Bencher:
         self.recipe_dir: Final = recipe_dir  # where a dataset file's relative path starts
 
     def measure(self) -> BenchRun:
-        """One run of the protocol: every prompt (or load point), then the prefill probe."""
+        """One run of the protocol: every prompt (or load point), then the prefill probe, with
+        /metrics scraped around each measured window for speculative-decoding and server-side
+        figures. An error or a dying server ends the bench early with the runs so far, marked
+        incomplete; under load, failed requests of a live server are the point's figures
+        (completed < requests) and mark the run incomplete without ending it."""
         return _Run(self).measure()
 
     def run(self) -> BenchResult:

@@ -1,14 +1,5 @@
-"""One streamed chat request as the protocol judges it, and the record it leaves.
-
-TTFT runs from the send to the first chunk carrying text, wall to the ``[DONE]`` line; tokens
-come from the final usage chunk only. What goes wrong (an HTTP error, a malformed or stalled
-stream, a missing usage chunk) lands in the record's ``error``, never as an exception.
-:class:`StreamState` applies these rules to the ``data:`` payloads the client
-(:mod:`kit.bench.aio`, for both protocols) reads.
-
-Two silences are told apart. Before the first chunk the server may be prefilling a long
-prompt: that wait is held to the first-token budget (the prefill probe sets it from the depth
-and its measured rate). Once text flows, the stall limit holds between any two reads.
+"""One streamed chat request as the protocol judges it (:class:`StreamState`), the limits it
+is held to (:class:`StreamLimits`), and the record it leaves (:class:`RequestRecord`).
 """
 
 from __future__ import annotations
@@ -151,7 +142,12 @@ class RequestTag:
 class StreamLimits:
     """How a stream is held and judged: ``usable_fraction`` of max_tokens makes it usable,
     ``deadline_s`` bounds the whole request, ``stall_s`` any silence once text flows, and
-    ``first_token_s`` (when set) the wait for the first token."""
+    ``first_token_s`` (when set) the wait for the first token.
+
+    Two silences are told apart. Before the first chunk the server may be prefilling a long
+    prompt: that wait is held to the first-token budget (the prefill probe sets it from the
+    depth and its measured rate). Once text flows, the stall limit holds between any two
+    reads."""
 
     usable_fraction: float
     deadline_s: float
@@ -217,9 +213,14 @@ def delta_text(chunk: dict[str, Any]) -> str:
 
 
 class StreamState:
-    """What one stream has brought so far. Both clients (this module's and the asyncio one,
-    :mod:`kit.bench.aio`) feed it each ``data:`` payload and turn it into the record, so they
-    judge a stream by the same rules."""
+    """What one stream has brought so far. The client (:mod:`kit.bench.aio`, for both
+    protocols) feeds it each ``data:`` payload and turns it into the record, so every stream is
+    judged by the same rules.
+
+    TTFT runs from the send to the first chunk carrying text, wall to the ``[DONE]`` line;
+    tokens come from the final usage chunk only. What goes wrong (an HTTP error, a malformed or
+    stalled stream, a missing usage chunk) lands in the record's ``error``, never as an
+    exception."""
 
     def __init__(self, t_send: float) -> None:
         self.t_send = t_send

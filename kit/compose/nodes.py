@@ -1,11 +1,7 @@
 """A multi-node recipe in the compose stack: the ``server`` container is node 0 (the head) and
-each replica of ``server-worker`` one headless node, all on the project's network.
-
-A worker's node rank is its replica number, read from the name Docker's DNS gives its address
-(``<project>-server-worker-<n>``), so one service scales to any count. Each node writes what the
-report says of it (rank, address, its own host probe, and the transport its engine joined the
-world with, read from the engine's output as it passes) into the kit-home volume, under the
-run's id, where the bench sidecar reads it.
+each replica of ``server-worker`` one headless node, all on the project's network. Each node
+writes its facts into the kit-home volume, under the run's id, where the bench sidecar reads
+them.
 """
 
 from __future__ import annotations
@@ -89,7 +85,9 @@ def _resolver() -> str:
 
 
 def worker_rank(count: int) -> int:
-    """This worker container's node rank: ``KIT_NODE_RANK``, else its replica number."""
+    """This worker container's node rank: ``KIT_NODE_RANK``, else its replica number, read from
+    the name Docker's DNS gives its address (``<project>-server-worker-<n>``), so one service
+    scales to any count."""
     if value := os.environ.get("KIT_NODE_RANK"):
         rank = int(value)
     else:
@@ -122,6 +120,9 @@ def facts_dir() -> Path:
 
 
 def write_facts(info: NodeInfo) -> None:
+    """This node's facts, what the report says of it (rank, address, its own host probe, and the
+    transport its engine joined the world with, read from the engine's output as it passes),
+    into :func:`facts_dir`."""
     path = facts_dir() / f"node-{info.rank}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

@@ -1,9 +1,8 @@
 """What the containers run: ``python -m kit.compose prepare|server|bench``.
 
 Each role reads the recipe from ``$KIT_RECIPE`` and ``$KIT_SET`` (the env file's values) and
-calls the same stages as the native runtime: ``prepare`` builds into the kit-home volume,
-``server`` re-verifies the image's patches and execs the engine, ``bench`` measures and writes
-the signed report.
+calls the native runtime's stages: ``prepare`` builds into the kit-home volume, ``server``
+re-verifies the image's patches and execs the engine, ``bench`` measures and signs the report.
 """
 
 from __future__ import annotations

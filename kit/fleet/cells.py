@@ -1,11 +1,6 @@
 """A sweep's cells: recipes x the values each varied key takes x rig classes, each one whole
 ``kit reproduce``, kept under ``OUT/<cell>/`` (report.json, cell.log, cell.json; a failed
 cell's partial report as report.failed.json).
-
-A rig class names a kind of machine the way ``kit fleet resources`` derives it from the host
-probe: ``1x-nvidia-h200-140g`` (card count, model, memory per card in GiB) or, without GPUs,
-``cpu-avx512`` / ``cpu-avx2``. On a Ray cluster each node offers ``rig:<class>: 1``, so a cell
-asking for it runs only there, one cell at a time per node.
 """
 
 from __future__ import annotations
@@ -58,7 +53,11 @@ def slug(text: str) -> str:
 
 
 def rig_class(gpus: list[tuple[str, int]], isa: list[str] | None) -> str:
-    """The class of a machine from its GPUs (product name, memory MiB each) and CPU ISA."""
+    """The class of a machine from its GPUs (product name, memory MiB each) and CPU ISA, the way
+    ``kit fleet resources`` derives it from the host probe: ``1x-nvidia-h200-140g`` (card count,
+    model, memory per card in GiB) or, without GPUs, ``cpu-avx512`` / ``cpu-avx2``. On a Ray
+    cluster each node offers ``rig:<class>: 1``, so a cell asking for it runs only there, one
+    cell at a time per node."""
     if not gpus:
         flags = set(isa or [])
         return "cpu-avx512" if "avx512f" in flags else "cpu-avx2"

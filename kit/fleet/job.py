@@ -1,11 +1,7 @@
 """The entrypoint of one sweep cell as a Ray job, on whichever node Ray placed it.
 
-``python -m kit.fleet.job`` reads the cell from ``KIT_FLEET_CELL`` (JSON: its name, its recipe
-resolved on the submitting machine, so the node needs no copy of the recipe files), runs
-``kit reproduce`` on it with this node's signing key (``KIT_SIGNING_KEY`` as the node was
-started with, else kit's own key here), and prints the report between two marker lines in
-base64 chunks, which the submitter cuts out of the job's log: the report comes back through
-Ray's Jobs API, signed by the rig that ran it. Its exit status is kit reproduce's.
+It runs ``kit reproduce`` on the cell and prints the report into the job's log: the report comes
+back through Ray's Jobs API, signed by the rig that ran it.
 """
 
 from __future__ import annotations
@@ -41,6 +37,12 @@ def report_from_log(log: str) -> tuple[bytes | None, str]:
 
 
 def main() -> int:
+    """``python -m kit.fleet.job``: read the cell from ``KIT_FLEET_CELL`` (JSON: its name, its
+    recipe resolved on the submitting machine, so the node needs no copy of the recipe files),
+    run ``kit reproduce`` on it with this node's signing key (``KIT_SIGNING_KEY`` as the node was
+    started with, else kit's own key here), and print the report between two marker lines in
+    base64 chunks, which the submitter cuts out of the job's log (:func:`report_from_log`).
+    Returns kit reproduce's exit status."""
     cell = json.loads(os.environ["KIT_FLEET_CELL"])
     with tempfile.TemporaryDirectory(prefix="kit-fleet-") as tmp:
         recipe = Path(tmp) / f"{cell['name']}.yaml"

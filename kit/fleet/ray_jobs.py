@@ -1,12 +1,8 @@
 """A sweep's cells as Ray jobs, through Ray's Jobs API (``kit[fleet]``: ray[default]).
 
 Each cell is one job whose entrypoint is :mod:`kit.fleet.job` (kit must be installed on every
-node, in the Python ``ray start`` ran from). The job asks for the GPUs its recipe's ``rig``
-block names, and for ``rig:<class>: 1`` when the cell names a rig class: every node offers one
-of its own class (``ray start --resources "$(kit fleet resources)"``), so a cell runs only on a
-rig of its class, and one cell at a time per rig. All cells are submitted at once; Ray queues
-them by those resources. A job that ends without a report, or is stopped, is a failed cell,
-with its log kept.
+node, in the Python ``ray start`` ran from). All cells are submitted at once; Ray queues them by
+the resources each asks for (:func:`needs`).
 """
 
 from __future__ import annotations
@@ -60,7 +56,10 @@ def node_resources(address: str) -> list[dict[str, float]] | None:
 
 
 def needs(cell: Cell) -> dict[str, float]:
-    """The resources a cell's job asks for: its rig class, and its recipe's GPUs."""
+    """The resources a cell's job asks for: its rig class, and its recipe's GPUs. A cell naming
+    a rig class asks for ``rig:<class>: 1``; every node offers one of its own class (``ray start
+    --resources "$(kit fleet resources)"``), so a cell runs only on a rig of its class, and one
+    cell at a time per rig."""
     recipe = load_recipe(cell.recipe, tuple(cell.sets)).recipe
     out = {f"rig:{cell.rig}": 1.0} if cell.rig else {}
     if recipe.server.engine.device == "cuda" and recipe.rig is not None and recipe.rig.gpus:
@@ -101,7 +100,8 @@ def submit(jobs: Any, cell: Cell, extra: list[str]) -> str:
 def collect(
     jobs: Any, cell: Cell, job_id: str, out: Path, pubs: list[Path], backend: str
 ) -> CellResult:
-    """A finished job's log and report into OUT/<cell>/, and the cell's result."""
+    """A finished job's log and report into OUT/<cell>/, and the cell's result. A job that ends
+    without a report, or is stopped, is a failed cell, with its log kept."""
     status = str(jobs.get_job_status(job_id))
     text = jobs.get_job_logs(job_id)
     data, rest = report_from_log(text)

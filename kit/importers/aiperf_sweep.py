@@ -1,10 +1,7 @@
 """AIPerf's sweep aggregate, ``sweep_aggregate/profile_export_aiperf_sweep.csv`` and ``.json``:
-one point per swept value (concurrency or request rate), each the mean over its trials.
-
-The CSV holds means only (rounded to 2 decimals) and no model, load settings or version; the
-JSON adds the percentiles and the sweep's metadata. Neither states how a point was bounded:
-AIPerf's sweeps are often time-bounded (``--benchmark-duration``), and kit's points send a
-count of requests.
+one point per swept value (concurrency or request rate), each the mean over its trials. The
+CSV holds means only (rounded to 2 decimals) and no model, load settings or version; the JSON
+adds the percentiles and the sweep's metadata.
 """
 
 from __future__ import annotations
@@ -158,6 +155,9 @@ def _read_csv(path: Path, text: str) -> Imported:
 
 
 def _duration_warning(points: list[ImportedPoint], warnings: list[str]) -> None:
+    """Neither file states how a point was bounded: AIPerf's sweeps are often time-bounded
+    (``--benchmark-duration``), and kit's points send a count of requests. Warn where every
+    point ran about as long with a different request count."""
     durations = [p.figures.duration_s for p in points if p.figures.duration_s]
     counts = {p.figures.completed for p in points}
     if durations and len(counts) > 1 and max(durations) - min(durations) < 0.05 * max(durations):

@@ -1,10 +1,7 @@
 """guidellm's benchmarks report: ``metadata.version`` 1 (guidellm 0.4-0.5: ``args`` beside
 ``benchmarks``) and 2 (0.6 on: ``config.spec``), as JSON or YAML; one point per benchmark
-(strategy). The 0.2-0.3 layout is :mod:`kit.importers.guidellm_legacy`'s.
-
-guidellm names its figures differently from kit: its ``inter_token_latency_ms`` is per request
-(latency - TTFT) / (output tokens - 1), kit's TPOT; its ``time_per_output_token_ms`` is latency
-/ output tokens, TTFT included, which kit has no name for; it has no per-chunk ITL.
+(strategy). The 0.2-0.3 layout is :mod:`kit.importers.guidellm_legacy`'s. guidellm names its
+figures differently from kit (:data:`DEFINITIONS`).
 """
 
 from __future__ import annotations
@@ -35,6 +32,8 @@ from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, PerReque
 from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
 VERSIONS = (1, 2)
+# guidellm's time_per_output_token_ms is latency / output tokens, TTFT included: kit has no name
+# for it
 TPOT_E2E = "guidellm time_per_output_token_ms (latency / output tokens, TTFT included)"
 DEFINITIONS: dict[PointFigure, Definition] = {
     "tpot_ms": Definition(

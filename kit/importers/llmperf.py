@@ -1,9 +1,6 @@
 """LLMPerf's ``token_benchmark_ray.py`` results: ``*_summary.json`` (``version`` 2023-08-31)
-and ``*_individual_responses.json`` (one record per request, no load stated).
-
-LLMPerf's ``inter_token_latency`` is, per request, the sum of every gap (the first token's
-included) over the output tokens: about latency / output tokens, neither kit's TPOT nor its
-ITL. It counts tokens with a Llama tokenizer whatever the model.
+and ``*_individual_responses.json`` (one record per request, no load stated). Its figures are
+not all kit's (:data:`DEFINITIONS`).
 """
 
 from __future__ import annotations
@@ -30,6 +27,8 @@ from kit.importers.parse import (
 from kit.importers.schema import Imported, ImportedLoad, ImportedPoint, PerRequest, Workload
 from kit.recipe.figures import Definition, LatencyFigures, PointFigure, ReferencePoint
 
+# LLMPerf's inter_token_latency is, per request, the sum of every gap (the first token's
+# included) over the output tokens: about latency / output tokens, neither kit's TPOT nor its ITL
 ITL_E2E = "llmperf inter_token_latency (every gap, TTFT included, / output tokens)"
 DEFINITIONS: dict[PointFigure, Definition] = {
     "ttft_ms": Definition(kit="ttft_ms", text="LLMPerf ttft_s: to the first streamed chunk"),

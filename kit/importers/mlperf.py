@@ -1,10 +1,7 @@
 """MLPerf Inference LoadGen's ``mlperf_log_summary.txt`` (v4.x-v5.x): scenario (Server, Offline,
 SingleStream; Server under the Interactive benchmarks' latency bounds named as such),
-throughput, latencies in ns, and the test parameters.
-
-A LoadGen run is reference-only: its queries come from the benchmark's own sample set (not
-named in the summary) under LoadGen's duration and early-stopping rules, which kit's traffic
-does not rebuild.
+throughput, latencies in ns, and the test parameters. A LoadGen run is reference-only: kit's
+traffic does not rebuild its queries.
 """
 
 from __future__ import annotations
@@ -99,7 +96,9 @@ class _Summary:
 
 
 def read(path: Path, options: ImportOptions = NO_OPTIONS) -> Imported:
-    """Read a LoadGen summary (Server, Offline or SingleStream)."""
+    """Read a LoadGen summary (Server, Offline or SingleStream). The run is reference-only: its
+    queries come from the benchmark's own sample set (not named in the summary) under LoadGen's
+    duration and early-stopping rules, which kit's traffic does not rebuild."""
     parsed = parse_file(path)
     s = _Summary(_fields(parsed.text), path.name)
     scenario = s.fields.get("Scenario")

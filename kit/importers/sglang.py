@@ -1,9 +1,5 @@
 """SGLang's ``python -m sglang.bench_serving --output-file`` JSONL: one line per run, each
 with the server's ``server_info`` (its arguments and version) where the server gave it.
-
-SGLang writes ``request_rate`` as the bare JSON constant ``Infinity``; kit reads it as an
-unlimited rate and says so. Its random lengths are uniform in [n * range_ratio, n], which kit
-writes in its own convention ([n(1-r), n(1+r)]).
 """
 
 from __future__ import annotations
@@ -120,6 +116,8 @@ def _lat(run: Fields, name: str) -> LatencyFigures | None:
 
 
 def _load(run: Fields, notes: list[str]) -> ImportedLoad | None:
+    """The run's load. SGLang writes ``request_rate`` as the bare JSON constant ``Infinity``:
+    kit reads it as an unlimited rate, and :func:`read` says so."""
     rate = run.num("request_rate")
     cap = run.count("max_concurrency")
     completed = run.count("completed")
@@ -185,7 +183,8 @@ def _workload(run: Fields, notes: list[str]) -> Workload:
     ratio = run.finite("random_range_ratio") or 0.0
     if not n_in or not n_out:
         raise BadInputError(f"{run.file}: random_input_len, random_output_len: missing")
-    # SGLang: uniform in [max(n*r, 1), n]; kit: uniform in [m(1-q), m(1+q)]
+    # SGLang: uniform in [max(n*r, 1), n]; kit writes them in its own convention, uniform in
+    # [m(1-q), m(1+q)]
     lo_in, lo_out = max(int(n_in * ratio), 1), max(int(n_out * ratio), 1)
     mid_in, mid_out = round((lo_in + n_in) / 2), round((lo_out + n_out) / 2)
     q = min((n_in - lo_in) / (n_in + lo_in), 0.99) if n_in > lo_in else 0.0

@@ -1,11 +1,8 @@
 """vLLM's serving benchmark results: ``benchmarks/benchmark_serving.py --save-result`` (2024
 on, the vllm-ascend CI's truncated copies too), ``vllm bench serve --save-result``, the run
 files and ``summary.json`` list of ``vllm bench sweep``, and the multi-turn results of vLLM's
-Rust ``vllm-bench`` (``mode: multi_turn``, per-turn metrics). Speculative decoding is read from
-the ``spec_decode_*`` keys where a run has them.
-
-kit's load-point definitions come from this benchmark, so the figures map one to one; the one
-difference is TTFT (vLLM: to the first chunk with choices; kit: to the first with text).
+Rust ``vllm-bench`` (``mode: multi_turn``, per-turn metrics), speculative decoding included
+where a run has it.
 """
 
 from __future__ import annotations
@@ -48,6 +45,8 @@ TOOL = "vllm bench serve"
 _KEYS = ("backend", "model_id", "num_prompts", "request_rate")
 _FIGURES = ("mean_ttft_ms", "output_throughput", "request_throughput")
 
+# kit's load-point definitions come from this benchmark, so the figures map one to one; the one
+# difference is TTFT (vLLM: to the first chunk with choices; kit: to the first with text)
 DEFINITIONS: dict[PointFigure, Definition] = {
     "ttft_ms": Definition(
         kit="first_chunk_ms",

@@ -1,10 +1,8 @@
 """Model stage: fetch a pinned model from the hub, take a local directory, or synthesise one.
 
-Every model ends as a directory plus a :class:`ModelManifest` recording where it came from,
-the resolved revision and the sha256 of every file (:mod:`kit.model.manifest`). The hub and
-local directories are :mod:`kit.model.hub`, synthetic targets and drafts
-:mod:`kit.model.synthetic` (a DFlash2 draft's own parts: :mod:`kit.model.dflash2`), and
-:mod:`kit.model.fetch` picks between them for a recipe.
+Every model ends as a directory plus a :class:`~kit.model.manifest.ModelManifest` (where it came
+from, the resolved revision, each file's sha256). Hub and local: :mod:`kit.model.hub`; synthetic
+targets and drafts: :mod:`kit.model.synthetic`; the choice for a recipe: :mod:`kit.model.fetch`.
 """
 
 from kit.model.fetch import fetch_draft, fetch_model

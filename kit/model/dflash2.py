@@ -1,15 +1,7 @@
 """The DFlash2 parts of a synthetic draft: the ``dflash_config`` keys, the grouped convolutions
 around each layer's attention and MLP, the candidate selector, and the target's lm_head row that
-makes token 0 the draft's strict top-1 (weights ``token0``).
-
-Names and shapes follow vLLM 0.28.0 ``model_executor/models/qwen3_dflash2.py`` (the study:
-docs/dflash2-backport.md, "Checkpoint contract"); the draft's own layout and the checks are in
-docs/dflash2-draft.md. With H the hidden size, V the vocabulary, T the taps and
-G = H / conv_group_size, each layer adds ``attention_conv`` and ``mlp_conv``, each a
-``base_kernel`` [2, T, H] and a ``kernel_projection.weight`` [2·T·G, H], and the draft adds
-``candidate_selector.{predecessor,successor}_codebook`` [V, R] and
-``candidate_selector.hidden_projection.weight`` [R, H]. Checkpoint names carry no ``model.``
-prefix (vLLM's DFlash loader adds it).
+makes token 0 the draft's strict top-1 (weights ``token0``). Names and shapes follow vLLM 0.28.0
+``model_executor/models/qwen3_dflash2.py`` (:func:`tensors`).
 """
 
 from __future__ import annotations
@@ -46,6 +38,15 @@ def tensors(
 ) -> dict[str, Any]:
     """The convolution and selector tensors, in checkpoint names. ``rand(*shape)`` draws the
     random ones (kit's draft generator, after the v1 tensors), in the order written here.
+
+    Names and shapes follow vLLM 0.28.0 ``model_executor/models/qwen3_dflash2.py`` (the study:
+    docs/dflash2-backport.md, "Checkpoint contract"); the draft's own layout and the checks are
+    in docs/dflash2-draft.md. With H the hidden size, V the vocabulary, T the taps and
+    G = H / conv_group_size, each layer adds ``attention_conv`` and ``mlp_conv``, each a
+    ``base_kernel`` [2, T, H] and a ``kernel_projection.weight`` [2·T·G, H], and the draft adds
+    ``candidate_selector.{predecessor,successor}_codebook`` [V, R] and
+    ``candidate_selector.hidden_projection.weight`` [R, H]. Checkpoint names carry no
+    ``model.`` prefix (vLLM's DFlash loader adds it).
 
     The convolution is the identity when ``base_kernel[:, 0, :]`` is 1, its other taps 0 and
     ``kernel_projection`` 0 (``_grouped_conv``: coefficients = base + projection, tap 0 scales

@@ -1,10 +1,6 @@
 """Synthetic models: a random-initialised Qwen3 target with a tokenizer trained locally on
 pseudo-English text, and a DFlash (or DFlash2: :mod:`kit.model.dflash2`) draft that matches it.
 Both need no hub and are cached under ``$KIT_HOME/models`` by their spec.
-
-The text comes from the fixed word list in ``words.txt``, read in file order: the list, its
-order and the generator below make the bytes of a synthetic model. Change any of them and bump
-:data:`SYNTH_VERSION`.
 """
 
 from __future__ import annotations
@@ -40,6 +36,9 @@ from kit.recipe.base import RecipeModel, drop_late_defaults
 
 log = logging.getLogger(__name__)
 
+# The text comes from the fixed word list in words.txt, read in file order: the list, its order
+# and the generator below make the bytes of a synthetic model. Change any of them and bump
+# SYNTH_VERSION.
 SYNTH_VERSION = "4"  # bump when the generator's output changes for the same spec
 
 CHAT_TEMPLATE = (

@@ -1,11 +1,8 @@
 """Engine patches: ordered unified diffs applied to an installed engine, fail-loud.
 
-A series lives in ``patches/<engine>-<version>/``: ``NNNN-name.patch`` files (paths relative to
-site-packages, ``a/vllm/...`` and ``b/vllm/...``) and ``series.yaml`` (:mod:`.series`). Diffs
-are applied in pure Python (:mod:`.diff`): exact context at the stated lines, no offset, no
-fuzz; a patch may create a file ('--- /dev/null'), never delete one. :mod:`.installed` checks,
-applies and verifies a series on an engine's site-packages; nothing is written until every
-patch has been checked.
+A series lives in ``patches/<engine>-<version>/`` (:mod:`.series`). Diffs are applied in pure
+Python (:mod:`.diff`): exact context at the stated lines, no offset, no fuzz. :mod:`.installed`
+checks, applies and verifies a series on an engine's site-packages.
 """
 
 from __future__ import annotations

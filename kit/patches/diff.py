@@ -1,13 +1,7 @@
 """The strict unified-diff parser and applier: bytes in, bytes out.
 
-A patch parses into the hunks it applies to each file. A file is patched only when every hunk
-finds its exact context at its stated line: no offset, no fuzz, no whitespace leniency. The
-result is byte for byte what the diff says (line ends and a missing last newline included), or
-an error naming the first hunk that does not match; a file is never half patched.
-
-A patch may create a file (``--- /dev/null``, one hunk ``@@ -0,0 +1,N @@``): it applies only
-where the file is absent, and undoes only where the file holds exactly those lines. Deleting
-files is not supported.
+A patch parses into the hunks it applies to each file (:func:`parse_patch`); a file is patched
+only when every hunk finds its exact context at its stated line (:func:`apply_file`).
 """
 
 from __future__ import annotations
@@ -73,7 +67,10 @@ def _split_lines(data: bytes) -> list[bytes]:
 
 def apply_diff(data: bytes, diff: FileDiff, *, reverse: bool = False) -> bytes:
     """``data`` with every hunk of ``diff`` applied (undone, with ``reverse``), each exactly at
-    its stated line. Raises :class:`HunkMismatch` for the first hunk that does not match.
+    its stated line: no offset, no fuzz, no whitespace leniency. The result is byte for byte
+    what the diff says (line ends and a missing last newline included); otherwise
+    :class:`HunkMismatch` is raised for the first hunk that does not match, and nothing is
+    returned, so a file is never half patched.
 
     For a created file the whole file is the hunk: it applies to empty ``data`` only, and is
     undone only from exactly its lines (then the result is empty)."""
@@ -127,7 +124,11 @@ def _strip_prefix(raw: bytes, prefix: str, where: str) -> str | None:
 
 
 def parse_patch(data: bytes, label: str) -> tuple[FileDiff, ...]:
-    """Parse a unified diff. Text before the first file header (a message) is ignored."""
+    """Parse a unified diff. Text before the first file header (a message) is ignored.
+
+    A patch may create a file (``--- /dev/null``, one hunk ``@@ -0,0 +1,N @@``): it applies
+    only where the file is absent, and undoes only where the file holds exactly those lines
+    (:func:`apply_file`). Deleting files is not supported."""
     lines = _split_lines(data)
     diffs: list[FileDiff] = []
     i = 0

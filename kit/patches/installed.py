@@ -1,10 +1,8 @@
 """A patch series on an installed engine: check, apply, status, verify, fail-loud.
 
 Diffs are applied by :mod:`kit.patches.diff` (exact context at the stated lines, no offset,
-no fuzz). A hunk that does not match names its patch, file and hunk; nothing is written until
-every patch has been checked, and the result must match the fingerprints series.yaml records.
-A file a patch creates must be absent until the patch is applied; once applied, its content
-is checked like any other file's (the patch undoes from it, its fingerprint matches).
+no fuzz). Nothing is written until every patch has been checked, and the result must match the
+fingerprints series.yaml records.
 """
 
 from __future__ import annotations
@@ -131,6 +129,8 @@ Tree = dict[str, bytes | None]
 
 
 def _try(patch: Patch, tree: Tree, reverse: bool) -> tuple[Tree | None, str | None]:
+    """``tree`` with ``patch`` applied (undone, with ``reverse``), or None and why not: a hunk
+    that does not match names its patch, file and hunk."""
     new: Tree = dict(tree)
     for d in patch.diffs:
         try:
@@ -153,7 +153,9 @@ def _resolve(series: PatchSeries, tree: Tree) -> tuple[list[PatchState], Tree]:
     """Each patch's state, and the tree once the whole series is applied.
 
     Patches are applied in order, so the applied ones are a prefix: find the longest prefix
-    that reverse-applies from the end, then forward-apply the rest in order.
+    that reverse-applies from the end, then forward-apply the rest in order. A file a patch
+    creates must be absent until the patch is applied; once applied, its content is checked
+    like any other file's (the patch undoes from it, its fingerprint matches).
     """
     patches = series.patches
     k, before = 0, [tree]

@@ -1,9 +1,8 @@
 """series.yaml: its models, reading and writing it, and finding a series by name.
 
 A series lives in ``patches/<engine>-<version>/``: ``NNNN-name.patch`` files and ``series.yaml``,
-which says for each patch what it fixes, how to reproduce the bug, where it stands upstream,
-when to drop it, the files it touches (and which of them it creates) and the sha256 of each of
-those files once the whole series is applied (its fingerprints).
+which says for each patch (:class:`PatchMeta`) what it fixes, how to reproduce the bug, where it
+stands upstream, when to drop it, the files it touches and their fingerprints.
 """
 
 from __future__ import annotations
@@ -179,7 +178,8 @@ def read_meta(series_dir: str | Path) -> SeriesMeta:
 
 
 def load_series(series_dir: str | Path) -> PatchSeries:
-    """Read and validate series.yaml and every patch it lists."""
+    """Read and validate series.yaml and every patch it lists (each a unified diff whose paths
+    are relative to site-packages, ``a/vllm/...`` and ``b/vllm/...``)."""
     root = Path(series_dir)
     label = str(root / SERIES_FILE)
     meta = read_meta(root)

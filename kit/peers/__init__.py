@@ -1,9 +1,8 @@
 """Other benchmark tools beside kit (``bench.peers``): after kit's bench, each tool, one at a
 time, sends the same traffic at each of kit's points to the same server; its own result file is
-read back through kit's importer (:mod:`kit.importers`), and its figures stand beside kit's
-with the definitions each uses and whether they agree. One module per tool, each a
-:class:`~kit.peers.base.Peer`: :mod:`~kit.peers.vllm_bench`, :mod:`~kit.peers.guidellm`,
-:mod:`~kit.peers.aiperf`. docs/peers.md says how each is driven.
+read back through kit's importer (:mod:`kit.importers`), its figures set beside kit's. One module
+per tool (docs/peers.md says how each is driven), each a :class:`~kit.peers.base.Peer`:
+:mod:`~kit.peers.vllm_bench`, :mod:`~kit.peers.guidellm`, :mod:`~kit.peers.aiperf`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""AIPerf (PyPI ``aiperf``, pinned) beside kit: one ``aiperf profile`` per point.
-
-kit's requests as a ``single_turn`` JSON-lines dataset (each row's ``text`` and
-``output_length``), sent in file order (``--dataset-sampling-strategy sequential``): the first
-``--warmup-request-count`` rows as AIPerf's warm-up phase, the rest measured
-(``--request-count``), as kit runs a point's warm-up before its measured requests. The chat
-endpoint, streaming; the recipe's sampling and ``ignore_eos`` as ``--extra-inputs``; the
-point's pacing as ``--concurrency``, or ``--request-rate`` with ``--arrival-pattern`` (and
-``--concurrency`` as the cap); token counts from the server's usage (``--use-server-token-
-count``), as kit's; the served tokenizer; no server-metrics or GPU scraping, no dashboard.
+"""AIPerf (PyPI ``aiperf``, pinned) beside kit: one ``aiperf profile`` per point
+(:func:`profile_argv`).
 """
 
 from __future__ import annotations
@@ -40,7 +32,17 @@ def pacing_args(pacing: Pacing) -> list[str]:
 
 def profile_argv(point: TrafficPoint, job: PeerJob, data: Path, where: Path) -> list[str]:
     """``aiperf profile``'s arguments for the point, its rows in ``data``, its output in
-    ``where``."""
+    ``where``.
+
+    kit's requests as a ``single_turn`` JSON-lines dataset (each row's ``text`` and
+    ``output_length``), sent in file order (``--dataset-sampling-strategy sequential``): the
+    first ``--warmup-request-count`` rows as AIPerf's warm-up phase, the rest measured
+    (``--request-count``), as kit runs a point's warm-up before its measured requests. The chat
+    endpoint, streaming; the recipe's sampling and ``ignore_eos`` as ``--extra-inputs``; the
+    point's pacing as ``--concurrency``, or ``--request-rate`` with ``--arrival-pattern`` (and
+    ``--concurrency`` as the cap); token counts from the server's usage
+    (``--use-server-token-count``), as kit's; the served tokenizer; no server-metrics or GPU
+    scraping, no dashboard."""
     argv = [
         "profile", "--model", job.model, "--url", job.url.rstrip("/"),
         "--endpoint-type", "chat", "--streaming",

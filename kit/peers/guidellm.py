@@ -1,17 +1,5 @@
-"""guidellm (PyPI ``guidellm``, pinned) beside kit: one ``guidellm run --scenario`` per point.
-
-The scenario (guidellm's own format, its ``BenchmarkArgs``) holds the point: the OpenAI HTTP
-backend at the server through the chat endpoint, kit's requests as a JSON-lines dataset (each
-row's ``prompt`` and ``output_tokens_count``), the recipe's sampling and ``ignore_eos`` as
-extra body fields (which guidellm merges over its own: a row with an output length otherwise
-sends ``ignore_eos: true``), the point's pacing as its profile (``concurrent`` streams, or a
-``poisson``/``constant`` rate with its ``max_concurrency``), the measured rows once each
-(``max_requests``), the served tokenizer, and its ``benchmarks.json`` as the one output.
-
-No warm-up phase: guidellm 0.8's, by requests, starts measuring at the start of the request
-that is being updated when the count completes, so which requests it leaves out depends on the
-order its updates arrive in (at two streams it left out none, or one, of the same rows). The
-server is warm from kit's bench; guidellm measures every row it sends.
+"""guidellm (PyPI ``guidellm``, pinned) beside kit: one ``guidellm run --scenario`` per point
+(:func:`scenario`), its ``benchmarks.json`` the one output.
 """
 
 from __future__ import annotations
@@ -45,7 +33,14 @@ def profile(pacing: Pacing) -> dict[str, Any]:
 
 
 def scenario(point: TrafficPoint, job: PeerJob, data: Path, result: Path) -> dict[str, Any]:
-    """The point as a guidellm scenario file's content."""
+    """The point as a guidellm scenario file's content (guidellm's own format, its
+    ``BenchmarkArgs``): the OpenAI HTTP backend at the server through the chat endpoint, kit's
+    requests as a JSON-lines dataset (each row's ``prompt`` and ``output_tokens_count``), the
+    recipe's sampling and ``ignore_eos`` as extra body fields (which guidellm merges over its
+    own: a row with an output length otherwise sends ``ignore_eos: true``), the point's pacing
+    as its profile (``concurrent`` streams, or a ``poisson``/``constant`` rate with its
+    ``max_concurrency``), the measured rows once each (``max_requests``), the served tokenizer,
+    and its ``benchmarks.json`` as the one output."""
     return {
         "metadata": {"labels": {"kit_point": point.label}},
         "spec": {
@@ -96,6 +91,11 @@ class GuideLLM(Peer):
         return out
 
     def prepare(self, point: TrafficPoint, job: PeerJob, where: Path) -> Invocation:
+        # No warm-up phase: guidellm 0.8's, by requests, starts measuring at the start of the
+        # request that is being updated when the count completes, so which requests it leaves
+        # out depends on the order its updates arrive in (at two streams it left out none, or
+        # one, of the same rows). The server is warm from kit's bench; guidellm measures every
+        # row it sends.
         measured = point.sent(self.tool)[point.warmups :]
         rows = [{"prompt": r.text, "output_tokens_count": r.max_tokens} for r in measured]
         data = write_jsonl(where / f"{point.label}.jsonl", rows)

@@ -1,9 +1,6 @@
 """What the report keeps of the peers run beside kit (:class:`Peers`): per tool and per point,
 the command line, the figures read back from the tool's own result file, kit's beside them,
 and whether they agree within :data:`kit.figures.AGREEMENT_PCT`.
-
-``VERSION`` changes when a field is renamed or removed, or changes meaning; a field added with
-a default does not change it.
 """
 
 from __future__ import annotations
@@ -16,6 +13,8 @@ from kit.base import FrozenModel
 from kit.figures import AGREEMENT_PCT, TOOL_KINDS, Kind
 from kit.recipe import PeerName
 
+# changes when a field is renamed or removed, or changes meaning; a field added with a default
+# does not change it
 VERSION = 1
 Statistic = Literal["p50", "p99"]
 

@@ -1,10 +1,7 @@
 """The traffic of kit's points, for a peer to send alike (:class:`TrafficPoint`), and kit's own
-figures at each point (:func:`kit_points`).
-
-A point is a prompt of the sequential protocol (the prompt, its warm-ups then its runs, one at a
-time) or a load point (the requests kit drew for it, warm-ups first, paced as its pattern
-says). A load point's requests go out behind a salt of the tool's own, so no tool reads its
-prompts from the prefix cache another one filled; a prompt's go out as kit sent them.
+figures at each point (:func:`kit_points`). A point is a prompt of the sequential protocol (the
+prompt, its warm-ups then its runs, one at a time) or a load point (the requests kit drew for
+it, warm-ups first, paced as its pattern says).
 """
 
 from __future__ import annotations
@@ -49,7 +46,9 @@ class TrafficPoint:
         return len(self.rows) - self.warmups
 
     def sent(self, tool: str) -> list[Request]:
-        """The rows as ``tool`` sends them: behind its salt and their number, if salted."""
+        """The rows as ``tool`` sends them: behind its salt and their number, if salted. A load
+        point's are, so no tool reads its prompts from the prefix cache another one filled; a
+        prompt's go out as kit sent them."""
         if not self.salted:
             return list(self.rows)
         salt = f"{tool}-{self.label}-{secrets.token_hex(4)}"

@@ -2,9 +2,6 @@
 arguments of :mod:`kit.vllm_bench` (a prompt's as ``bench.vllm_bench`` sends it, a load
 point's likewise), every point in one process of the engine's environment
 (:mod:`kit.vllm_bench.driver`), its ``--save-result`` file read back through kit's importer.
-
-vLLM warms up with ``--num-warmups`` copies of the point's first request, not with the rows
-kit drew for its warm-ups; the measured rows are kit's, in order.
 """
 
 from __future__ import annotations
@@ -56,6 +53,8 @@ class VllmBenchPeer(Peer):
         out = super().notes(point)
         if point.pacing.arrival == "constant":  # no exact vLLM equivalent
             out.append("kit sent constant arrivals, vLLM Poisson ones (burstiness 1)")
+        # vLLM warms up with --num-warmups copies of the point's first request, not with the rows
+        # kit drew for its warm-ups; the measured rows are kit's, in order
         if point.warmups:
             out.append(
                 f"vLLM warmed up with {point.warmups} copies of the point's first request, "

@@ -1,35 +1,6 @@
 """AutoRound preflight: will the quantization stage fit the cards it tunes on, and host RAM?
 
-AutoRound tunes one decoder block at a time, so its peak on a card is one block's worth, the
-same for block 1 as for block 64. The peak is estimated from the model's shape and the recipe's
-``quantization`` and ``quantization.placement``, as written down here so that it can be checked
-(bytes; P = one block's parameters, S = one set of block inputs):
-
-    P          = (attention + MLP) parameters of one layer
-    weights    = P x 2                      the block in bf16
-    tuning     = P x 10                     per weight, AutoRound's rounding offset (fp32), its
-                                            gradient (fp32) and the fake-quantized copy (bf16)
-    activations = batch_size x seqlen x (hidden + intermediate) x 2 x 11
-                                            forward and backward of one batch of samples
-    S          = nsamples x seqlen x hidden x 2
-    block I/O  = 3 x S on the first tuning card, unless low_gpu_mem_usage keeps it in host
-                 RAM: the block's inputs, their full-precision outputs, and the quantized
-                 outputs that become the next block's inputs
-
-    allocated per card = (weights + tuning + activations) / cards a block is spread over
-                         + block I/O (first card)
-    need per card      = allocated x 1.2 (allocator headroom) + 0.5 GiB (CUDA context)
-
-The 10 and the 11 are fitted, not derived: to one measurement of AutoRound 0.16.1 at the
-Qwen3.5-27B width (hidden 5120, FFN 17408, W4 g128, iters 200, nsamples 128, seqlen 2048,
-batch 8) on one card capped at 24 GiB, both placements
-(``experiments/results/autoround-24gb-h200-2026-12-01.json``): 17.9 GiB allocated with the block
-I/O on the card, 11.1 GiB in host RAM; the formula gives 18.9 and 11.4. The headroom is the
-measured reserved/allocated ratio (1.14 and 1.19). torch.compile was off there; with it on
-the estimate is the same, and unmeasured.
-
-Host RAM holds the whole model in bf16 while it is tuned (plus the block I/O with
-``low_gpu_mem_usage``), checked against the memory available now.
+:func:`tuning_estimate` holds the formula, :func:`autoround_checks` the checks.
 """
 
 from __future__ import annotations
@@ -42,6 +13,13 @@ from kit.preflight.shape import Shape, Unknown
 from kit.recipe import AutoRoundQuantization, Recipe
 from kit.recipe.sources import AutoRoundPlacement
 
+# TUNING_BYTES_PER_PARAM and ACTIVATION_TENSORS are fitted, not derived: to one measurement of
+# AutoRound 0.16.1 at the Qwen3.5-27B width (hidden 5120, FFN 17408, W4 g128, iters 200,
+# nsamples 128, seqlen 2048, batch 8) on one card capped at 24 GiB, both placements
+# (experiments/results/autoround-24gb-h200-2026-12-01.json): 17.9 GiB allocated with the block
+# I/O on the card, 11.1 GiB in host RAM; the formula gives 18.9 and 11.4. HEADROOM is the
+# measured reserved/allocated ratio (1.14 and 1.19). torch.compile was off there; with it on
+# the estimate is the same, and unmeasured.
 TUNING_BYTES_PER_PARAM = 10
 ACTIVATION_TENSORS = 11
 IO_SETS = 3
@@ -79,7 +57,31 @@ class TuningEstimate:
 def tuning_estimate(
     shape: Shape, q: AutoRoundQuantization, cards: int = 1, full_params: int | None = None
 ) -> TuningEstimate:
-    """The module's formula for one block of ``shape`` spread over ``cards``."""
+    """AutoRound's memory while it tunes one block of ``shape`` spread over ``cards``.
+
+    AutoRound tunes one decoder block at a time, so its peak on a card is one block's worth, the
+    same for block 1 as for block 64. The peak is estimated from the model's shape and the
+    recipe's ``quantization`` and ``quantization.placement``, as written down here so that it
+    can be checked (bytes; P = one block's parameters, S = one set of block inputs)::
+
+        P          = (attention + MLP) parameters of one layer
+        weights    = P x 2                      the block in bf16
+        tuning     = P x 10                     per weight, AutoRound's rounding offset (fp32), its
+                                                gradient (fp32) and the fake-quantized copy (bf16)
+        activations = batch_size x seqlen x (hidden + intermediate) x 2 x 11
+                                                forward and backward of one batch of samples
+        S          = nsamples x seqlen x hidden x 2
+        block I/O  = 3 x S on the first tuning card, unless low_gpu_mem_usage keeps it in host
+                     RAM: the block's inputs, their full-precision outputs, and the quantized
+                     outputs that become the next block's inputs
+
+        allocated per card = (weights + tuning + activations) / cards a block is spread over
+                             + block I/O (first card)
+        need per card      = allocated x 1.2 (allocator headroom) + 0.5 GiB (CUDA context)
+
+    Host RAM holds the whole model in bf16 while it is tuned (plus the block I/O with
+    ``low_gpu_mem_usage``).
+    """
     placement = q.placement or AutoRoundPlacement()
     block = shape.body_params() / max(shape.layers, 1)
     tokens = q.batch_size * q.seqlen
@@ -116,7 +118,8 @@ def autoround_checks(
     is the one that will run it: ``host_available_gib`` None skips that item), for a model of
     ``shape`` (:func:`kit.preflight.shape.model_shapes`). Nothing for a recipe that serves a
     checkpoint as published, quantizes on the CPU, or rounds to nearest without tuning (iters
-    0: one block's weights on the card)."""
+    0: one block's weights on the card). Host RAM (the whole model in bf16, see
+    :func:`tuning_estimate`) is checked against the memory available now."""
     q = recipe.quantization
     if not isinstance(q, AutoRoundQuantization) or q.device == "cpu" or q.iters == 0:
         return []

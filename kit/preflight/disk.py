@@ -1,19 +1,5 @@
-"""Free disk for a GPU recipe, before any download: what the hub says kit would download of the
-model and the draft (the files ``allow_patterns`` select at the pinned revision, less what is
-cached already), plus the quantized checkpoint AutoRound writes, against the free space under
-``$KIT_HOME``.
-
-    need = downloads not yet cached + quantized output + 1 GiB scratch
-    quantized output = the estimate's weights x TP (:mod:`kit.preflight.gpu`), where the shape
-                       is known; else the model's download x bits / 16 (a bf16 source)
-
-A synthetic model is generated instead of downloaded: its bf16 size counts as the download.
-Where the hub does not answer (offline, unpinned), the check is not made: it says what it could
-not size, and fails only when what it could size does not fit already (a preflight does not
-refuse what it cannot know, nor call it ok).
-
-The output folder (``-o``) is checked apart: a folder this user may write in (or may make), with
-room for a run's folder: its report, server log and the logs of the tools beside the bench.
+"""Free disk, before any download: for a GPU recipe's downloads and quantized checkpoint under
+``$KIT_HOME`` (:func:`gpu_disk_check`), and for a run's folder under ``-o`` (:func:`output_check`).
 """
 
 from __future__ import annotations
@@ -48,8 +34,9 @@ def free_gib(home: Path) -> float:
 
 
 def output_check(out: Path, free: float | None = None) -> Check:
-    """The folder run folders are written to: a folder (or one that can be made) this user may
-    write in, with :data:`OUTPUT_GIB` free."""
+    """The folder run folders are written to (``-o``), checked apart from the downloads: a folder
+    (or one that can be made) this user may write in, with :data:`OUTPUT_GIB` free for a run's
+    folder: its report, server log and the logs of the tools beside the bench."""
     probe = nearest(out.absolute())
     shown = display_path(probe)
     made = "" if probe == out.absolute() else f" (to be made in {shown})"
@@ -71,7 +58,21 @@ def gpu_disk_check(
     loaded: LoadedRecipe, home: Path, shapes: ModelShapes, free: float | None = None
 ) -> Check:
     """The downloads and the quantized output against free disk under ``home``; not checked
-    where a size is not known and what is known fits."""
+    where a size is not known and what is known fits.
+
+    The downloads are what the hub says kit would download of the model and the draft (the
+    files ``allow_patterns`` select at the pinned revision, less what is cached already); the
+    quantized output is the checkpoint AutoRound writes::
+
+        need = downloads not yet cached + quantized output + 1 GiB scratch
+        quantized output = the estimate's weights x TP (:func:`kit.preflight.gpu.estimate`),
+                           where the shape is known; else the model's download x bits / 16
+                           (a bf16 source)
+
+    A synthetic model is generated instead of downloaded: its bf16 size counts as the download.
+    Where the hub does not answer (offline, unpinned), the check is not made: it says what it
+    could not size, and fails only when what it could size does not fit already (a preflight
+    does not refuse what it cannot know, nor call it ok)."""
     recipe = loaded.recipe
     free = free_gib(home) if free is None else free
     parts: list[str] = []

@@ -1,11 +1,6 @@
 """Container preflight (``--runtime compose``): a Docker engine this user may talk to, and for a
-GPU recipe the NVIDIA runtime that compose.yaml's GPU reservation needs.
-
-``docker info`` answers both: a socket this user may not open fails with "permission denied"
-(the user is not in the ``docker`` group), and ``Runtimes`` lists ``nvidia`` where the NVIDIA
-Container Toolkit has configured the engine. Docker 25 and newer can also hand GPUs to a
-container through CDI: a spec for ``nvidia.com/gpu`` in one of the engine's ``CDISpecDirs``
-(``nvidia-ctk cdi generate``) counts as well.
+GPU recipe the NVIDIA runtime that compose.yaml's GPU reservation needs: ``docker info``
+answers both (:func:`engine_info`).
 """
 
 from __future__ import annotations
@@ -54,6 +49,8 @@ def engine_info() -> tuple[dict[str, Any] | None, str]:
 
 
 def docker_check(info: dict[str, Any] | None, why: str) -> Check:
+    """The engine as ``docker info`` answered: a socket this user may not open fails with
+    "permission denied" (the user is not in the ``docker`` group)."""
     if info is not None:
         return Check(
             "docker",
@@ -86,7 +83,10 @@ def _cdi_has_nvidia(dirs: list[str]) -> str | None:
 
 
 def nvidia_runtime_check(info: dict[str, Any]) -> Check:
-    """Whether the engine can give a container the GPUs: the nvidia runtime, or a CDI spec."""
+    """Whether the engine can give a container the GPUs: the nvidia runtime, or a CDI spec.
+    ``Runtimes`` lists ``nvidia`` where the NVIDIA Container Toolkit has configured the engine;
+    Docker 25 and newer can also hand GPUs to a container through CDI: a spec for
+    ``nvidia.com/gpu`` in one of the engine's ``CDISpecDirs`` (``nvidia-ctk cdi generate``)."""
     runtimes = sorted((info.get("Runtimes") or {}).keys())
     if "nvidia" in runtimes:
         default = info.get("DefaultRuntime") or "runc"

@@ -1,10 +1,7 @@
 """The engine's Python, checked before the build (native runs): an interpreter given with
 ``--engine-python`` or ``KIT_ENGINE_PYTHON`` must run and carry the recipe's engine at its
-pinned version (read from its metadata, without importing it: seconds, not the minute an import
-of vLLM can take); a managed engine says whether its venv is there or will be made, and with
-which Python. One still to be made needs its package indexes: each is asked (a HEAD request,
-seconds), an index that cannot serve is a problem, one that does not answer in time is not
-checked, and offline (pip's no-index, UV_OFFLINE) nothing is asked: not checked.
+pinned version; a managed engine says whether its venv is there or will be made, and with which
+Python, and one still to be made whether its package indexes answer (:func:`install_check`).
 """
 
 from __future__ import annotations
@@ -20,6 +17,8 @@ from kit.engine import MARKER, managed_dir
 from kit.preflight.check import Check
 from kit.recipe import Engine, Recipe
 
+# the engine's version read from its metadata, without importing it: seconds, not the minute an
+# import of vLLM can take
 _VERSIONS = """
 import importlib.metadata as md, json, sys
 try:
@@ -69,7 +68,9 @@ def engine_python_check(recipe: Recipe, python: str | None = None) -> Check:
 
 def install_check(engine: Engine) -> Check:
     """A managed engine still to be installed: whether the package indexes uv would ask
-    answer."""
+    answer. Each is asked (a HEAD request, seconds): an index that cannot serve is a problem,
+    one that does not answer in time is not checked, and offline (pip's no-index, UV_OFFLINE)
+    nothing is asked: not checked."""
     py = ".".join(map(str, sys.version_info[:3]))
     what = f"managed: {engine.name} {engine.version} to be installed by uv, with Python {py}"
     sources = engine_mod.package_sources(engine)

@@ -1,23 +1,7 @@
 """GPU preflight: enough cards, and enough memory on each, before any download.
 
 The memory a GPU recipe needs on each card is estimated from the model's shape
-(:mod:`kit.preflight.shape`) and written down here so that it can be checked:
-
-    body     = layers x (attention + MLP) parameters
-    weights  = body x bits / 8 (+ one bf16 scale per group)  +  embeddings and lm_head in bf16
-               (AutoRound keeps both; one matrix when tied)                          / TP
-    draft    = draft params x 2 (bf16)                                              / TP
-    kv cache = 2 x attention layers x kv_heads x head_dim x kv bytes x max_model_len / TP
-               (a hybrid model's linear-attention layers keep a small fixed state instead)
-    fixed    = 2.5 GiB  (CUDA context, CUDA graphs, activations of one prefill chunk)
-
-    need per card = weights + draft + kv cache + fixed,  against
-    gpu_memory_utilization x the card's memory (what vLLM allows itself).
-
-bits and group size are the recipe's AutoRound settings, or the ``quantization_config`` of a
-checkpoint served as published. One sequence at ``max_model_len`` is the least the engine
-accepts at boot; a load sweep needs more, and vLLM then says how many sequences fit. Where the
-shape is not known (a hub model, the hub not reachable), the check is not made and says why.
+(:mod:`kit.preflight.shape`) by :func:`estimate`, whose docstring holds the formula.
 """
 
 from __future__ import annotations
@@ -90,8 +74,25 @@ class Estimate:
 
 
 def estimate(recipe: Recipe, shape: Shape, draft_params: int) -> Estimate:
-    """The memory one card needs (the module's formula), for a target of ``shape`` and a draft
-    of ``draft_params``."""
+    """The memory one card needs, for a target of ``shape`` and a draft of ``draft_params``,
+    written down here so that it can be checked::
+
+        body     = layers x (attention + MLP) parameters
+        weights  = body x bits / 8 (+ one bf16 scale per group)  +  embeddings and lm_head in bf16
+                   (AutoRound keeps both; one matrix when tied)                          / TP
+        draft    = draft params x 2 (bf16)                                              / TP
+        kv cache = 2 x attention layers x kv_heads x head_dim x kv bytes x max_model_len / TP
+                   (a hybrid model's linear-attention layers keep a small fixed state instead)
+        fixed    = 2.5 GiB  (CUDA context, CUDA graphs, activations of one prefill chunk)
+
+        need per card = weights + draft + kv cache + fixed,  against
+        gpu_memory_utilization x the card's memory (what vLLM allows itself).
+
+    bits and group size are the recipe's AutoRound settings, or the ``quantization_config`` of a
+    checkpoint served as published. One sequence at ``max_model_len`` is the least the engine
+    accepts at boot; a load sweep needs more, and vLLM then says how many sequences fit. Where the
+    shape is not known (a hub model, the hub not reachable), the check is not made and says why.
+    """
     tp = recipe.server.tensor_parallel_size
     quant = recipe.quantization
     bits, group = (

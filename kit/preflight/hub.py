@@ -1,12 +1,7 @@
 """What the hub says about a pinned repository, before anything is downloaded: the size of each
 file the recipe's ``allow_patterns`` select (for the disk check), and its ``config.json`` (for
-the GPU memory estimate), fetched into kit's huggingface_hub cache.
-
-Only where the hub is reachable: with ``HF_HUB_OFFLINE`` set, an unpinned revision, or a hub
-that does not answer within :data:`TIMEOUT_S`, the caller gets the reason instead, and the
-checks that needed the answer say they were not made. A hub that answers that it has no such
-repository or revision (:data:`NOT_FOUND`) makes the pin a problem. The client is
-huggingface_hub itself, so ``HF_ENDPOINT`` (read at call time) and ``HF_TOKEN`` apply.
+the GPU memory estimate), fetched into kit's huggingface_hub cache. Only where the hub is
+reachable: else the caller gets the reason instead (:data:`OFFLINE`, :data:`NOT_FOUND`, ...).
 """
 
 from __future__ import annotations
@@ -26,7 +21,10 @@ from kit.recipe.sources import HubModel
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 10.0
-# why a size is not known (and :func:`fix` gives the hint)
+# why a size is not known (and :func:`fix` gives the hint): HF_HUB_OFFLINE set, an unpinned
+# revision, or a hub that does not answer within TIMEOUT_S, and the checks that needed the answer
+# say they were not made; a hub that answers that it has no such repository or revision
+# (NOT_FOUND) makes the pin a problem
 NOT_PINNED = "not pinned"
 OFFLINE = "HF_HUB_OFFLINE is set"
 NO_ANSWER = "the hub did not answer"
@@ -71,7 +69,9 @@ def _snapshot(spec: HubModel) -> Path | None:
 
 @functools.lru_cache(maxsize=32)
 def _listing(repo_id: str, revision: str, endpoint: str) -> dict[str, int] | str:
-    """Every file of the revision with its size (one metadata call, no retries), or why not."""
+    """Every file of the revision with its size (one metadata call, no retries), or why not. The
+    client is huggingface_hub itself, so ``HF_ENDPOINT`` (read at call time) and ``HF_TOKEN``
+    apply."""
     try:
         # lazy: huggingface_hub is in the build extra
         from huggingface_hub import HfApi  # noqa: PLC0415

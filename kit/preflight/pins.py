@@ -1,9 +1,7 @@
 """Pins: everything a recipe downloads or builds on must name the exact bits, checked before any
 of it starts, all at once (the model stage would otherwise refuse one at a time, the later ones
-after a 54 GB download). A hub revision is ok where kit's hub cache or the hub knows it, a
-problem where the hub says it has no such revision, and not checked where neither answers
-(offline, no network): its form alone proves nothing. A calibration set loaded by name is not
-checked: kit cannot pin it."""
+after a 54 GB download). A hub revision is asked of kit's hub cache or the hub
+(:func:`revision_check`); a calibration set loaded by name is not checked: kit cannot pin it."""
 
 from __future__ import annotations
 
@@ -100,7 +98,8 @@ def image_pin_checks(loaded: LoadedRecipe) -> list[Check]:
 
 def revision_check(field: str, spec: HubModel, recipe_file: str) -> Check:
     """A pinned hub revision: known to kit's hub cache or to the hub (ok), unknown to the hub
-    (a problem), or neither could say (not checked)."""
+    (a problem), or neither could say (not checked: offline, no network; its form alone proves
+    nothing)."""
     name, at = f"pin {field}", f"{spec.repo_id}@{spec.revision}"
     if hub.cached(spec):
         return Check(name, True, f"{at}: in kit's hub cache", fault="recipe")

@@ -1,12 +1,4 @@
-"""The recipe for this rig: what ``make reproduce`` runs when no RECIPE is named.
-
-The cards NVML shows are matched against each recipe's ``rig`` (cards, memory per card):
-
-- no GPU visible: the CPU recipe (it runs on any x86-64 machine);
-- else every recipe with ``rig.auto`` whose rig the cards meet (at least ``rig.gpus`` cards,
-  each within 3 % of ``rig.memory_gib`` or more); of those, the one that uses the most cards,
-  then the one made for the largest cards, then by name;
-- nothing met: an error that lists every recipe and what it needs (exit 3).
+"""The recipe for this rig: what ``make reproduce`` runs when no RECIPE is named (:func:`pick`).
 
 ``kit recipe pick`` prints the chosen path; ``--rig 1x24`` asks for a rig this machine is not.
 """
@@ -88,7 +80,15 @@ def _rig_text(cards: list[Card]) -> str:
 
 def pick(directory: Path, cards: list[Card], why: str | None = None) -> Pick:
     """The recipe in ``directory`` for these cards (none: no GPU, ``why`` says why not);
-    raises EnvironmentProblem listing every recipe and its needs when none fits."""
+    raises EnvironmentProblem listing every recipe and its needs when none fits.
+
+    The cards NVML shows are matched against each recipe's ``rig`` (cards, memory per card):
+
+    - no GPU visible: the CPU recipe (it runs on any x86-64 machine);
+    - else every recipe with ``rig.auto`` whose rig the cards meet (at least ``rig.gpus``
+      cards, each within 3 % of ``rig.memory_gib`` or more); of those, the one that uses the
+      most cards, then the one made for the largest cards, then by name;
+    - nothing met: an error that lists every recipe and what it needs (exit 3)."""
     entries = load_entries(directory)
     for bad in (e for e in entries if e.recipe is None):
         log.warning("recipe pick: %s does not load: %s", display_path(bad.path), bad.error)

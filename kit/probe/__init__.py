@@ -1,19 +1,7 @@
 """The host probe: what the machine is, how its GPUs behave while measured, what is wrong.
 
-- :func:`probe_host` reads NVML, nvidia-smi and the host into a raw dump
-  (:func:`collect_nvml_dump`) and builds a :class:`HostProbe` from it
-  (:func:`host_probe_from_dump`); recorded dumps go through the same parsing.
-- :class:`GpuSampler` samples the GPUs on a background thread during a benchmark;
-  :func:`build_sampling` sums the readings up into a :class:`GpuSampling`, live or recorded.
-- :class:`HostLoadSampler` measures how busy the host was in the measured windows, and with
-  what (:class:`HostLoad`); :func:`process_tree` and :func:`process_group` say which pids are
-  ours.
-- :func:`probe_findings` and :func:`host_load_findings` turn them into findings for the
-  report's validity verdict.
-- :func:`parse_cpuinfo` reads the text of /proc/cpuinfo; :func:`isa_level` and
-  :func:`cpu_summary` read the CPU's vector tier from ``CpuInfo.isa``.
-
-Works without a GPU: the probe then has no GPUs and says why in ``nvml_error``.
+:func:`probe_host` reads the machine; :class:`GpuSampler` and :class:`HostLoadSampler` sample it
+during a benchmark; :func:`probe_findings` and :func:`host_load_findings` judge what they found.
 """
 
 from __future__ import annotations
@@ -86,5 +74,8 @@ __all__ = [
 
 
 def probe_host(redact: bool = True) -> HostProbe:
-    """Probe this machine. Never fails for want of a GPU: see ``HostProbe.nvml_error``."""
+    """Probe this machine: read NVML, nvidia-smi and the host into a raw dump
+    (:func:`collect_nvml_dump`) and build a :class:`HostProbe` from it
+    (:func:`host_probe_from_dump`), the parsing that recorded dumps go through too. Never fails
+    for want of a GPU: the probe then has no GPUs and says why in ``HostProbe.nvml_error``."""
     return host_probe_from_dump(collect_nvml_dump(), redact=redact)

@@ -1,9 +1,7 @@
 """The life both samplers share: a reading every ``interval_s`` on a daemon thread.
 
 :class:`~kit.probe.sampler.GpuSampler` and :class:`~kit.probe.hostload.HostLoadSampler` are
-context managers built on :class:`BackgroundSampler`: ``__enter__`` starts the thread,
-``__exit__`` stops it and sums up, and every reading, from the thread or from ``mark()``,
-happens under one lock.
+context managers built on :class:`BackgroundSampler`.
 """
 
 from __future__ import annotations
@@ -15,7 +13,9 @@ from kit.errors import BadInputError
 
 
 class BackgroundSampler:
-    """Calls :meth:`_tick` every ``interval_s`` under the lock; :meth:`_finish` at the end."""
+    """Calls :meth:`_tick` every ``interval_s`` under the lock; :meth:`_finish` at the end. In a
+    subclass, ``__enter__`` starts the thread, ``__exit__`` stops it and sums up, and every
+    reading, from the thread or from ``mark()``, happens under one lock."""
 
     def __init__(self, interval_s: float) -> None:
         if interval_s <= 0:

@@ -1,9 +1,7 @@
 """Reading the machine into a raw dump: a plain JSON-able dict of what each source returned.
 
 The dump keeps NVML's answers call by call (``{"value": ...}`` or ``{"error": "NotSupported"}``),
-the host facts read from /proc, /sys and /etc, and nvidia-smi's topology text. It holds host
-name, user, UUIDs and serials unredacted: :func:`anonymize_dump` replaces them before a dump is
-shared; :func:`kit.probe.parse.host_probe_from_dump` redacts what it builds.
+the host facts read from /proc, /sys and /etc, and nvidia-smi's topology text, all unredacted.
 """
 
 from __future__ import annotations
@@ -87,7 +85,9 @@ def utc_now() -> str:
 
 
 def collect_nvml_dump() -> dict[str, Any]:
-    """Read NVML, nvidia-smi and the host into a raw, JSON-able dump. Never raises."""
+    """Read NVML, nvidia-smi and the host into a raw, JSON-able dump. Never raises. It holds
+    host name, user, UUIDs and serials unredacted: :func:`anonymize_dump` replaces them before a
+    dump is shared; :func:`kit.probe.parse.host_probe_from_dump` redacts what it builds."""
     return {
         "format": DUMP_FORMAT,
         "format_version": DUMP_VERSION,

@@ -1,39 +1,6 @@
 """Sampling how busy the host is while a benchmark measures: is the box quiet?
 
-CPU figures on a shared machine are noisy; this says why. It reads /proc only (Linux):
-
-    own = lambda: process_tree({os.getpid(), server.pid}) | process_group(server.pgid)
-    with HostLoadSampler(own_pids=own, interval_s=0.5) as load:
-        load.mark("idle")
-        for prompt in prompts:          # one measured window per prompt; they are summed
-            load.mark("measure_start")
-            run(prompt)
-            load.mark("measure_end")
-        load.mark("post")
-    host_load = load.host_load          # a HostLoad
-    findings = host_load_findings(host_load)   # kit.probe.findings
-
-:class:`HostLoadSampler` has the ``mark(label)`` hook of :class:`~kit.probe.sampler.GpuSampler`,
-so both can hang on the bench's phase marks. Only ``measure_start`` and ``measure_end`` matter;
-other labels are accepted and ignored. Inside a window it reads, at each mark and every
-``interval_s`` on a background thread:
-
-- the aggregate ``cpu`` line of /proc/stat: busy and steal shares of all CPUs;
-- /proc/loadavg (1 minute) at the first start and the last end;
-- every process's utime + stime from /proc/[pid]/stat. A process whose pid is in ``own_pids()``
-  (asked again at every reading, so late children count) is *ours*, any other is *other*,
-  kernel threads included. Other processes' CPU is a share of the machine's capacity, cores ×
-  window; the five names that used most are kept, by ``comm`` only (never command lines).
-- where NVML works, the compute processes on each GPU whose pid is not ours.
-
-Limits: a process that starts and ends between two readings is not seen, and one that ends
-loses its time since the last reading (keep ``interval_s`` short for many short processes);
-/proc mounted with ``hidepid`` hides other users' processes. In a container, NVML may report
-host pids, which then look foreign unless ``own_pids`` includes them.
-
-Processes that vanish between listing and reading are skipped. Nothing here raises into the
-benchmark once the ``with`` block has started: what fails is logged and lands in
-``HostLoad.error``, and the figures cover what was read before.
+CPU figures on a shared machine are noisy; :class:`HostLoadSampler` says why.
 """
 
 from __future__ import annotations
@@ -93,7 +60,44 @@ class _Totals:
 
 
 class HostLoadSampler(BackgroundSampler):
-    """A context manager that measures the host's CPU load inside the measured windows."""
+    """A context manager that measures the host's CPU load inside the measured windows.
+
+    It reads /proc only (Linux)::
+
+        own = lambda: process_tree({os.getpid(), server.pid}) | process_group(server.pgid)
+        with HostLoadSampler(own_pids=own, interval_s=0.5) as load:
+            load.mark("idle")
+            for prompt in prompts:          # one measured window per prompt; they are summed
+                load.mark("measure_start")
+                run(prompt)
+                load.mark("measure_end")
+            load.mark("post")
+        host_load = load.host_load          # a HostLoad
+        findings = host_load_findings(host_load)   # kit.probe.findings
+
+    It has the ``mark(label)`` hook of :class:`~kit.probe.sampler.GpuSampler`, so both can hang
+    on the bench's phase marks. Only ``measure_start`` and ``measure_end`` matter; other labels
+    are accepted and ignored. Inside a window it reads, at each mark and every ``interval_s`` on
+    a background thread:
+
+    - the aggregate ``cpu`` line of /proc/stat: busy and steal shares of all CPUs;
+    - /proc/loadavg (1 minute) at the first start and the last end;
+    - every process's utime + stime from /proc/[pid]/stat. A process whose pid is in
+      ``own_pids()`` (asked again at every reading, so late children count) is *ours*, any other
+      is *other*, kernel threads included. Other processes' CPU is a share of the machine's
+      capacity, cores × window; the five names that used most are kept, by ``comm`` only (never
+      command lines).
+    - where NVML works, the compute processes on each GPU whose pid is not ours.
+
+    Limits: a process that starts and ends between two readings is not seen, and one that ends
+    loses its time since the last reading (keep ``interval_s`` short for many short processes);
+    /proc mounted with ``hidepid`` hides other users' processes. In a container, NVML may report
+    host pids, which then look foreign unless ``own_pids`` includes them.
+
+    Processes that vanish between listing and reading are skipped. Nothing here raises into the
+    benchmark once the ``with`` block has started: what fails is logged and lands in
+    ``HostLoad.error``, and the figures cover what was read before.
+    """
 
     def __init__(
         self, own_pids: Callable[[], set[int]] | None = None, interval_s: float = 0.5

@@ -1,10 +1,8 @@
 """The host-speed witness: a fixed CPU workload, pinned to the engine's cores and timed before
 each measured request, so a verdict can tell a host that ran slower from an engine that did.
-
 Two parts, as a small model's decode on vLLM CPU spends its time: a pure-Python loop (the
-interpreter) and a compiled kernel (a float32 matmul with numpy's BLAS, else zlib). Each is the best
-of ``REPS`` repetitions: a repetition that another thread preempted reads slow, the best one
-reads the host. docs/noise.md, "The host-speed witness".
+interpreter) and a compiled kernel (a float32 matmul with numpy's BLAS, else zlib).
+docs/noise.md, "The host-speed witness".
 """
 
 from __future__ import annotations
@@ -30,7 +28,9 @@ from kit.base import KitModel
 
 log = logging.getLogger(__name__)
 
-REPS = 3  # repetitions of each part; the best counts
+# repetitions of each part; the best counts: a repetition that another thread preempted reads
+# slow, the best one reads the host
+REPS = 3
 PY_LOOP = 120_000  # iterations of the pure-Python loop a repetition (about 12 ms here)
 MM_SIZE = 128  # numpy: a MM_SIZE x MM_SIZE float32 matmul, MM_CALLS times a repetition
 MM_CALLS = 250

@@ -1,8 +1,7 @@
 """The probe's typed results: what the machine is (:class:`HostProbe`), host load, findings.
 
-GPU sampling has its models beside its summaries, in :mod:`kit.probe.sampling`.
-
-A value the source could not give is an :class:`Unavailable` with the reason, never a zero:
+GPU sampling has its models beside its summaries, in :mod:`kit.probe.sampling`. A value the
+source could not give is an :class:`Unavailable` with the reason, never a zero:
 ``"power_draw_w": {"reason": "NotSupported"}``.
 """
 

@@ -1,9 +1,8 @@
 """Calling NVML and turning what it returns into plain values.
 
 Every NVML call goes through :func:`call`, which never raises: it returns a *raw result*, a small
-JSON-able dict, ``{"value": ...}`` on success or ``{"error": "NotSupported"}`` (the NVML error
-name) on failure. Raw results are what the dump stores; :func:`read` turns one into a value or an
-:class:`~kit.probe.models.Unavailable` carrying the error name.
+JSON-able dict, ``{"value": ...}`` or ``{"error": "NotSupported"}`` (the NVML error name), what
+the dump stores; :func:`read` turns one into a value or an :class:`~kit.probe.models.Unavailable`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Keyed redaction: identifiers in a probe become ``redacted:`` and 16 hex digits of an
-HMAC-SHA256 under a secret of this install.
-
-The secret (``redaction.key`` in kit's config dir, 32 random bytes as hex, mode 0600) is made
-once, on the first redacted probe, and reused after: the reports of one install name the same
-host by the same stand-in, so they correlate, while nobody without the secret can reverse a
-stand-in by hashing a list of likely host names. Where the config dir cannot be written (a
-read-only container home), the process uses a secret of its own, with a warning: its stand-ins
-then match within the run only. A container is given the host's secret as a file
-(``$KIT_REDACTION_KEY``, a compose secret: :func:`secret_file` on the host), so a compose run
-names the host as a native run of the same install does.
-
-The container variable (``$container``) is free text too: :func:`runtime_name` reduces it to a
-known runtime's name.
+HMAC-SHA256 under a secret of this install (:func:`redact_value`, :func:`redaction_secret`);
+the free text of ``$container`` is reduced to a known runtime's name (:func:`runtime_name`).
 """
 
 from __future__ import annotations
@@ -44,7 +33,16 @@ def redact_value(value: str, secret: bytes | None = None) -> str:
 
 
 def redaction_secret(config_dir: Path | None = None) -> bytes:
-    """The install's redaction secret, made on first use (see the module's docstring)."""
+    """The install's redaction secret, made on first use.
+
+    The secret (``redaction.key`` in kit's config dir, 32 random bytes as hex, mode 0600) is
+    made once, on the first redacted probe, and reused after: the reports of one install name
+    the same host by the same stand-in, so they correlate, while nobody without the secret can
+    reverse a stand-in by hashing a list of likely host names. Where the config dir cannot be
+    written (a read-only container home), the process uses a secret of its own, with a warning:
+    its stand-ins then match within the run only. A container is given the host's secret as a
+    file (``$KIT_REDACTION_KEY``, a compose secret: :func:`secret_file` on the host), so a
+    compose run names the host as a native run of the same install does."""
     given = os.environ.get(ENV_SECRET, "") if config_dir is None else ""
     if given and given != NO_SECRET:
         try:

@@ -1,16 +1,6 @@
-"""Sampling GPU memory, power, clocks, PCIe link and throttling while a benchmark runs.
-
-    with GpuSampler(interval_s=0.5) as sampler:
-        sampler.mark("idle")
-        sampler.mark("measure_start")
-        run_the_benchmark()
-        sampler.mark("measure_end")
-        sampler.mark("post")
-    sampling = sampler.sampling
-
-A background thread reads every GPU each ``interval_s``; ``mark()`` also reads every GPU at once,
-so the window's edges are readings. Summaries are computed by
-:func:`kit.probe.sampling.build_sampling`, which works the same on a recorded sampling.
+"""Sampling GPU memory, power, clocks, PCIe link and throttling while a benchmark runs
+(:class:`GpuSampler`); summaries are computed by :func:`kit.probe.sampling.build_sampling`,
+which works the same on a recorded sampling.
 """
 
 from __future__ import annotations
@@ -48,7 +38,18 @@ log = logging.getLogger(__name__)
 
 
 class GpuSampler(BackgroundSampler):
-    """A context manager that samples every GPU on a background thread."""
+    """A context manager that samples every GPU on a background thread::
+
+        with GpuSampler(interval_s=0.5) as sampler:
+            sampler.mark("idle")
+            sampler.mark("measure_start")
+            run_the_benchmark()
+            sampler.mark("measure_end")
+            sampler.mark("post")
+        sampling = sampler.sampling
+
+    The thread reads every GPU each ``interval_s``; ``mark()`` also reads every GPU at once,
+    so the window's edges are readings."""
 
     def __init__(self, interval_s: float = 0.5) -> None:
         super().__init__(interval_s)

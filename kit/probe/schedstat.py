@@ -1,11 +1,7 @@
 """The scheduler's account of a measured request: how long the engine's threads and kit's
 client ran on a CPU, and how long they were runnable but waiting for one, read from Linux's
-per-thread ``schedstat`` before and after the request.
-
-A decode run that is slower than its neighbours either did more work or the same work on a
-slower CPU (more CPU time per token), or was not given a CPU (more waiting), or neither: the
-engine's threads slept longer between steps (hand-offs, wake-ups). kit's verdict says which
-(kit.report.cputime). docs/noise.md, "The scheduler's account".
+per-thread ``schedstat`` before and after the request, so kit's verdict can say where a slow
+decode run's time went (kit.report.cputime). docs/noise.md, "The scheduler's account".
 """
 
 from __future__ import annotations
@@ -98,7 +94,10 @@ class EngineClock:
 
 def account(before: Snapshot, after: Snapshot, worker_known: bool) -> CpuAccount:
     """What the threads did between two snapshots (a thread born between them counts from
-    its start; one that ended between them is not counted)."""
+    its start; one that ended between them is not counted). A decode run that is slower than
+    its neighbours either did more work or the same work on a slower CPU (more CPU time per
+    token), or was not given a CPU (more waiting), or neither: the engine's threads slept
+    longer between steps (hand-offs, wake-ups)."""
     run = {"engine": 0, "worker": 0, "client": 0}
     wait = dict(run)
     for tid, (part, r, w) in after.items():

@@ -1,10 +1,8 @@
 """The quality probe (``bench.quality``): kit's evaluation text scored teacher-forced through
-the served engine, against the unquantized model's scores (the reference), with perplexity,
-top-1 agreement and a KL estimate; docs/quality.md says what and how.
-
-The records and summary are :mod:`kit.quality.schema`, the figures :mod:`kit.quality.measures`,
-the reference (scored in the build stage, cached) :mod:`kit.quality.reference`, the request to
-the server :mod:`kit.quality.probe`, what the verdicts make of it :mod:`kit.quality.judge`.
+the served engine, against the unquantized model's scores (the reference); docs/quality.md.
+Records and summary: :mod:`kit.quality.schema`; figures (perplexity, top-1 agreement, a KL
+estimate): :mod:`kit.quality.measures`; the reference: :mod:`kit.quality.reference`; the
+request to the server: :mod:`kit.quality.probe`; the verdicts' use: :mod:`kit.quality.judge`.
 """
 
 from kit.quality.judge import alike, quality_diff, quality_findings

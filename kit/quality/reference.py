@@ -1,10 +1,8 @@
 """The quality probe's reference: the unquantized model's scores of kit's evaluation text.
 
-The build stage scores it once per model identity (and window and k) with transformers on the
-CPU, in a child interpreter (``python -m kit.quality.scorer JOB OUT``, its output in the log
-beside the cache entry), cached as ``$KIT_HOME/quality/<key>/reference.json``; the probe reads
-it from there. A recipe's ``reference.quality`` file takes its place for a model kit cannot
-score here.
+The build stage scores it once per model identity (and window and k), cached as
+``$KIT_HOME/quality/<key>/reference.json``; the probe reads it from there. A recipe's
+``reference.quality`` file takes its place for a model kit cannot score here.
 """
 
 from __future__ import annotations
@@ -158,7 +156,9 @@ def build_reference(
 
 
 def _score(job: ReferenceJob) -> ReferenceScores:
-    """Run the scorer in a child interpreter and cache what it writes."""
+    """Run the scorer (transformers on the CPU) in a child interpreter, ``python -m
+    kit.quality.scorer JOB OUT``, its output in the log beside the cache entry, and cache what
+    it writes."""
     work = job.root.with_name(job.root.name + f".partial-{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

@@ -1,9 +1,6 @@
 """What the quality probe records (:class:`QualityProbe`, a report's ``quality``): the tokens
 scored, each side's per-token scores, the reference's provenance, and the summary that
 ``kit report verify`` recomputes from them (kit.quality.measures; docs/quality.md).
-
-``VERSION`` changes when a field is renamed or removed, or changes meaning; a field added with
-a default does not change it.
 """
 
 from __future__ import annotations
@@ -15,6 +12,8 @@ from pydantic import Field
 from kit.base import FrozenModel
 from kit.recipe.quality import Quality
 
+# changes when a field is renamed or removed, or changes meaning; a field added with a default
+# does not change it
 VERSION = 1
 
 

@@ -1,9 +1,8 @@
 """Recipes: the YAML file that says how a result is built, served and measured.
 
-A recipe is validated by pydantic models with unknown keys forbidden: the build half in
-:mod:`kit.recipe.sources`, the run half in :mod:`kit.recipe.serving`, the reference protocol
-and figures in :mod:`kit.recipe.protocol`, the whole in :mod:`kit.recipe.schema`. Reading a
-file (``extends:``, ``--set a.b=value``) is :mod:`kit.recipe.load`.
+Its pydantic models forbid unknown keys: the build half :mod:`kit.recipe.sources`, the run half
+:mod:`kit.recipe.serving`, the reference protocol and figures :mod:`kit.recipe.protocol`, the whole
+:mod:`kit.recipe.schema`; reading a file (``extends:``, ``--set``): :mod:`kit.recipe.load`.
 """
 
 from kit.recipe.load import (

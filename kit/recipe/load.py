@@ -1,15 +1,6 @@
 """Reading a recipe: YAML, ``extends:`` (a parent file whose values this one overrides),
-``--set a.b=value`` overrides applied last, and validation through the same models.
-
-Older ``schema_version`` layouts are brought to the current one through :data:`UPGRADES`
-(see :mod:`kit.migrations`) before any override applies, since ``--set`` names fields of the
-current layout.
-
-Files are read through :mod:`kit.recipe.yamlsafe` (size, type and YAML limits). ``extends`` is
-relative to the file that names it, reaches only the recipe's own directory and the repository
-holding it (unless ``KIT_RECIPE_EXTENDS_ANYWHERE=1``), and a chain holds at most
-:data:`MAX_EXTENDS` files. Each problem names its place: ``file:line:col`` of the value (in
-the file of the chain that holds it), or the ``--set`` that set it.
+``--set a.b=value`` overrides applied last, and validation through the same models
+(:func:`load_recipe`).
 """
 
 from __future__ import annotations
@@ -259,7 +250,17 @@ def load_recipe(
 ) -> LoadedRecipe:
     """Read a recipe file, follow ``extends``, apply its lock file where there is one
     (:mod:`kit.recipe.lock`), then the ``--set`` overrides, and validate: the models, then
-    what running it needs of this checkout (:mod:`kit.recipe.runnable`)."""
+    what running it needs of this checkout (:mod:`kit.recipe.runnable`).
+
+    Older ``schema_version`` layouts are brought to the current one through :data:`UPGRADES`
+    (see :mod:`kit.migrations`) before any override applies, since ``--set`` names fields of
+    the current layout.
+
+    Files are read through :mod:`kit.recipe.yamlsafe` (size, type and YAML limits).
+    ``extends`` is relative to the file that names it, reaches only the recipe's own directory
+    and the repository holding it (unless ``KIT_RECIPE_EXTENDS_ANYWHERE=1``), and a chain holds
+    at most :data:`MAX_EXTENDS` files. Each problem names its place: ``file:line:col`` of the
+    value (in the file of the chain that holds it), or the ``--set`` that set it."""
     label = str(path)
     top = _resolve(Path(path), label)
     if is_lock_file(top):

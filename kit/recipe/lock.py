@@ -1,14 +1,8 @@
 """Lock files: what a recipe leaves open, resolved once and kept beside it.
 
 A recipe may leave a hub revision unpinned (``revision: null``, or a tag) and name a GPU base
-image by tag. ``kit lock RECIPE`` resolves each to the exact bits (:mod:`kit.lock`: a commit sha
-through huggingface_hub, which honours ``HF_ENDPOINT``; a digest through the docker CLI) and
-writes ``<recipe>.lock.yaml`` beside it, as uv.lock or poetry.lock do. Loading the recipe
-applies the lock before any ``--set`` (which still wins), while the lock's ``recipe_sha256`` is
-the sha256 of the recipe as its files say, without the lock and without ``--set``; a recipe
-edited since is refused until locked again. Reports record every pin and where its value came
-from (:func:`pin_sources`): the recipe, the lock, ``--resolve`` (locked in the same run) or
-``--set``.
+image by tag (:func:`open_fields`). ``kit lock RECIPE`` resolves each to the exact bits
+(:mod:`kit.lock`) and writes ``<recipe>.lock.yaml`` beside it, as uv.lock or poetry.lock do.
 """
 
 from __future__ import annotations
@@ -128,7 +122,9 @@ def is_exact(field: str, value: str | None) -> bool:
 def pin_sources(
     recipe: Recipe, locked: list[str], overrides: list[str], resolved: bool = False
 ) -> list[PinRecord]:
-    """Each pinnable field of the run's recipe, its value and where it came from."""
+    """Each pinnable field of the run's recipe, its value and where it came from: the recipe,
+    the lock, ``--resolve`` (locked in the same run) or ``--set``. Reports record every pin
+    so."""
     out: list[PinRecord] = []
     set_fields = [o.split("=", 1)[0].strip() for o in overrides if "=" in o]
     for field, value in open_fields(recipe).items():
@@ -146,5 +142,9 @@ def pin_sources(
 
 
 def to_overrides(lock: Lock) -> list[tuple[list[str], Any]]:
-    """The lock's values as (field path, value) pairs, applied like ``--set``."""
+    """The lock's values as (field path, value) pairs, applied like ``--set``.
+
+    Loading the recipe applies the lock before any ``--set`` (which still wins), while the
+    lock's ``recipe_sha256`` is the sha256 of the recipe as its files say, without the lock and
+    without ``--set``; a recipe edited since is refused until locked again."""
     return [(pin.field.split("."), pin.value) for pin in lock.pins]

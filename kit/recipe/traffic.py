@@ -1,12 +1,8 @@
 """Load patterns, datasets and SLOs: the parts of a recipe's ``bench`` that reproduce serving
-numbers other than single-stream ones (``vllm bench serve``, guidellm and AIPerf tables).
-
-Without ``bench.load`` the bench runs the reference protocol, sequentially, as before. With it,
-the bench runs one measured point per level of the pattern (:mod:`kit.recipe.patterns`, one
-class each), and the report carries one summary per point.
-
-The requests come from ``bench.dataset``: the recipe's prompts in turn (the default), random
-prompts of given token lengths, or a local JSONL or ShareGPT file pinned by its sha256.
+numbers other than single-stream ones (``vllm bench serve``, guidellm and AIPerf tables). With
+``bench.load`` the bench runs one measured point per level of the pattern
+(:mod:`kit.recipe.patterns`) in place of the reference protocol, its requests drawn from
+``bench.dataset`` (:data:`Dataset`).
 """
 
 from __future__ import annotations
@@ -82,6 +78,8 @@ class FileDataset(RecipeModel):
         return value
 
 
+# bench.dataset: the recipe's prompts in turn (the default), random prompts of given token
+# lengths, or a local JSONL or ShareGPT file pinned by its sha256
 Dataset = Annotated[PromptsDataset | RandomDataset | FileDataset, Field(discriminator="kind")]
 
 
@@ -95,7 +93,10 @@ def point_label(load: AnyLoad, level: float) -> str:
 
 
 def point_levels(load: AnyLoad) -> list[float]:
-    """Every level the pattern may run, in order (a sweep may stop before its last)."""
+    """Every level the pattern may run, in order (a sweep may stop before its last): one
+    measured point each (the pattern is a class of :mod:`kit.recipe.patterns`), and the report
+    carries one summary per point. Without ``bench.load`` the bench runs the reference
+    protocol, sequentially, as before."""
     return load.planned_levels()
 
 

@@ -1,12 +1,8 @@
 """Reading recipe YAML that cannot crash, hang or exhaust kit.
 
-A file is opened non-blocking and checked with fstat before any byte is read (a FIFO or a
-device is refused at once, a file over :data:`MAX_BYTES` too), decoded as strict UTF-8, and its
-event stream is checked before a node is composed: no anchors or aliases, no tags beyond the
-JSON types, nesting at most :data:`MAX_DEPTH` deep. The nodes then become plain JSON data
-(integers within ±2**53, finite floats, text keys, no duplicate keys), each value's place in the
-file kept in a :data:`Marks` map from its dotted field path. Every problem is one
-``file:line:col: message`` line in a :class:`~kit.errors.RecipeError`.
+A file is read without blocking, within :data:`MAX_BYTES` (:func:`read_text`); its event stream
+is checked before a node is composed, and the nodes become plain JSON data (:func:`load_yaml`).
+Every problem is one ``file:line:col: message`` line in a :class:`~kit.errors.RecipeError`.
 """
 
 from __future__ import annotations
@@ -49,7 +45,9 @@ def _at(label: str, mark: Any) -> str:
 
 
 def read_text(path: Path, label: str, limit: int = MAX_BYTES) -> str:
-    """A regular file's text, at most ``limit`` bytes of strict UTF-8; never blocks."""
+    """A regular file's text, at most ``limit`` bytes of strict UTF-8; never blocks: opened
+    non-blocking and checked with fstat before any byte is read (a FIFO or a device is refused
+    at once, a file over ``limit`` too)."""
     try:
         data, _ = read_regular(path, limit)
     except FileNotFoundError:
@@ -68,7 +66,8 @@ def read_text(path: Path, label: str, limit: int = MAX_BYTES) -> str:
 
 
 def _check_events(text: str, label: str) -> None:
-    """Refuse anchors, aliases, foreign tags and deep nesting before anything is composed."""
+    """Refuse, before anything is composed, anchors and aliases, tags beyond the JSON types and
+    nesting deeper than :data:`MAX_DEPTH`."""
     depth = 0
     loader = _Loader(text)
     try:
@@ -159,7 +158,9 @@ def _build(node: yaml.Node, label: str, path: str, marks: Marks, constructor: An
 
 
 def load_yaml(text: str, label: str) -> tuple[Any, Marks]:
-    """Plain JSON data from YAML text and where each field path sits in it."""
+    """Plain JSON data from YAML text (integers within ±2**53, finite floats, text keys, no
+    duplicate keys) and where each field path sits in it: each value's place in the file, in a
+    :data:`Marks` map from its dotted field path."""
     _check_events(text, label)
     loader = _Loader(text)
     try:

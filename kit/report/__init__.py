@@ -1,13 +1,5 @@
-"""Reports: one signed JSON document per run.
-
-- :mod:`~kit.report.schema`: the model, its version and JSON Schema;
-- :mod:`~kit.report.assemble`: building one, for every runtime (and after a failure);
-- :mod:`~kit.report.validity`: the verdict (is the run fit to quote);
-- :mod:`~kit.report.files`: the only writer and reader of report files;
-- :mod:`~kit.report.show`, :mod:`~kit.report.describe`: reports for people;
-- :mod:`~kit.report.compare`, :mod:`~kit.report.comparability`, :mod:`~kit.report.reference`,
-  :mod:`~kit.report.points` (a published reference's load points, label by label);
-- :mod:`~kit.report.verify`: the checklist for a stranger's report.
+"""Reports: one signed JSON document per run, its model in :mod:`~kit.report.schema`, read and
+written only through :mod:`~kit.report.files`.
 """
 
 from kit.report.files import read_report, write_report

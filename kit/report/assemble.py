@@ -1,9 +1,8 @@
 """Building a report: started before the run, finished after it (or after its failure).
 
 Reports are built here and only here, by :func:`kit.run.run_and_report` (every runtime's run)
-and by the compose host for a stack that failed before its sidecar wrote one:
-:func:`new_report` when the run starts, :func:`finish_report` with what the stages returned
-when it ends, ``failure`` set (see :func:`failure_text`) when it did not end well.
+and by the compose host for a stack that failed before its sidecar wrote one: :func:`new_report`
+when the run starts, :func:`finish_report` when it ends (its ``failure``: :func:`failure_text`).
 """
 
 from __future__ import annotations
@@ -224,8 +223,9 @@ def finish_report(
     *,
     failure: str | None,
 ) -> Report:
-    """The report of a run that ended: what it ran on, what was measured, the status
-    (incomplete when ``failure`` is given or the bench did not finish) and the verdict."""
+    """The report of a run that ended, from what the stages returned: what it ran on, what was
+    measured, the status (incomplete when ``failure`` is given, as when the run did not end
+    well, or when the bench did not finish) and the verdict."""
     extras = extras or Extras()
     result = measured.result if measured else None
     sampling = measured.sampling if measured else None

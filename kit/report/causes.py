@@ -1,21 +1,7 @@
 """The decode findings of verdict rules 2: each names a cause kit can see, or what it checked.
 
-Per prompt of the sequential protocol, from the records alone (a verifier gets the same):
-
-- ``held-stream`` (warning): runs the server held, left out of the headline (kit.bench.held);
-- ``too-few-clean-runs`` (error): fewer than ``MIN_CLEAN_RUNS`` runs left for the headline;
-- ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes
-  (rules 3: also the runs off the median by more than CV_LIMIT_PCT, the hypervisor's steal, and
-  the host-speed witness where recorded, :mod:`kit.report.speed`);
-- ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure):
-  a least-squares slope whose t-test rejects no trend at 5 %, and a change of 3 % or more;
-- ``host-contention`` (warning): the machine's cores saturated while measuring, with held or
-  noisy runs: the engine, the API server and the client competed for them;
-- ``vram-growth`` (warning): a GPU's memory in use rose at every measured window's end, by
-  more than ``VRAM_GROWTH_MIB`` in all (a leak, or a cache still filling).
-
-A synthetic-acceptance run (any rules) also gets ``synthetic-acceptance-missed`` (error) for a
-window whose counters miss the target (:func:`synthetic_check`).
+:func:`decode_findings` judges each prompt of the sequential protocol from the records alone (a
+verifier gets the same); :func:`synthetic_findings` judges a synthetic-acceptance run.
 """
 
 from __future__ import annotations
@@ -182,6 +168,20 @@ def off_runs(runs: list[int], values: list[float]) -> str:
 
 
 def decode_findings(report: Report, rules: int) -> list[Finding]:
+    """Per prompt of the sequential protocol, from the records alone (a verifier gets the same):
+
+    - ``held-stream`` (warning): runs the server held, left out of the headline (kit.bench.held);
+    - ``too-few-clean-runs`` (error): fewer than ``MIN_CLEAN_RUNS`` runs left for the headline;
+    - ``decode-cv-high`` (error): the CV of the headline's runs above CV_LIMIT_PCT, with its causes
+      (rules 3: also the runs off the median by more than CV_LIMIT_PCT, the hypervisor's steal, and
+      the host-speed witness where recorded, :mod:`kit.report.speed`);
+    - ``decode-drift`` (warning): a steady rise or fall across the runs (heat, memory pressure):
+      a least-squares slope whose t-test rejects no trend at 5 %, and a change of 3 % or more;
+    - ``host-contention`` (warning): the machine's cores saturated while measuring, with held or
+      noisy runs: the engine, the API server and the client competed for them;
+    - ``vram-growth`` (warning): a GPU's memory in use rose at every measured window's end, by
+      more than ``VRAM_GROWTH_MIB`` in all (a leak, or a cache still filling).
+    """
     found: list[Finding] = []
     bench = report.bench
     if bench is None:
@@ -349,8 +349,9 @@ def _missed(w: AcceptanceWindow, t: AcceptanceTarget) -> list[str]:
 
 
 def synthetic_findings(report: Report) -> list[Finding]:
-    """``synthetic-acceptance-missed``: a window whose achieved acceptance (the mean or any
-    position) lies beyond its tolerance from the synthetic target."""
+    """``synthetic-acceptance-missed`` (error, under any verdict rules): a window whose achieved
+    acceptance (the mean or any position) lies beyond its tolerance from the synthetic target
+    (:func:`synthetic_check`)."""
     try:
         check = synthetic_check(report)
     except BadInputError as exc:

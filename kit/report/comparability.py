@@ -1,20 +1,7 @@
 """Comparability: each aspect in which two reports differ, named before any figure.
 
 Model, quantization, protocol, acceptance and quality differences refuse a comparison unless
-forced; checkpoint, hardware, engine, kernels, serving settings and patch differences are
-warnings. The
-acceptance is a synthetic one (vLLM accepting at stated rates, docs/synthetic-acceptance.md) or
-the draft's real one: a synthetic run compares only with a synthetic run of the same target.
-Kernels are the engine's choices read from the server log (linear kernels, the CPU W4A16 path
-and kernel build, the attention backend); a side that did not record them (a report written
-before kit read them) or did not log one of them differs in nothing there. The checkpoint is
-what AutoRound made (its content digest, kit.quantize): the same inputs may give other bytes on
-another host, device or library version, and a checkpoint of the same shape and format costs
-the same to serve, so it is named, with the files that differ and what may explain it, not
-refused (docs/checkpoint.md). Quality is the quality probe's figures (kit.quality): two runs
-that scored the same tokens and whose served perplexity or top-1 agreement differ beyond the
-recipe's band answer differently, whatever their recipes say (docs/quality.md); a side without
-a probe, or one of other tokens, differs in nothing there.
+forced (``REFUSING``); the others (checkpoint, hardware, engine, kernels, serving, patches) warn.
 """
 
 from __future__ import annotations
@@ -182,7 +169,12 @@ def _checkpoint_why(a: Report, b: Report, qa: QuantManifest, qb: QuantManifest) 
 
 def checkpoint_match(a: Report, b: Report) -> CheckpointMatch | None:
     """Whether B served A's quantized checkpoint; None when a side has no quantization manifest
-    (unquantized, or no build recorded)."""
+    (unquantized, or no build recorded).
+
+    The checkpoint is what AutoRound made (its content digest, kit.quantize): the same inputs
+    may give other bytes on another host, device or library version, and a checkpoint of the
+    same shape and format costs the same to serve, so it is named, with the files that differ
+    and what may explain it, not refused (docs/checkpoint.md)."""
     qa, qb = a.quantization, b.quantization
     if qa is None or qb is None:
         return None
@@ -208,9 +200,10 @@ def checkpoint_match(a: Report, b: Report) -> CheckpointMatch | None:
 
 
 def acceptance_diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """How two recipes' acceptance differs: a synthetic one (speculative.synthetic_acceptance)
-    against the draft's real one, or two synthetic targets whose resolved rates differ (the
-    same rates, however stated, are the same target)."""
+    """How two recipes' acceptance differs: a synthetic one (speculative.synthetic_acceptance:
+    vLLM accepting at stated rates, docs/synthetic-acceptance.md) against the draft's real one,
+    or two synthetic targets whose resolved rates differ (the same rates, however stated, are
+    the same target). A synthetic run compares only with a synthetic run of the same target."""
     ta, tb = target_of(a), target_of(b)
     if ta is None and tb is None:
         return []
@@ -284,7 +277,10 @@ def _hardware_diffs(a: Report, b: Report) -> list[str]:
 
 
 def _kernel_diffs(a: Report, b: Report) -> list[str]:
-    """How the kernels the engines chose differ; nothing where a side recorded no choice."""
+    """How the kernels the engines chose, read from the server log (linear kernels, the CPU
+    W4A16 path and kernel build, the attention backend), differ. A side that did not record
+    them (a report written before kit read them) or did not log one of them differs in nothing
+    there."""
     ca = a.server.engine_choices if a.server else None
     cb = b.server.engine_choices if b.server else None
     if ca is None or cb is None:
@@ -330,6 +326,10 @@ def comparability(a: Report, b: Report) -> list[Difference]:
         protocol.insert(0, f"canonical {a.canonical} vs {b.canonical}")
     add("protocol", protocol)
     add("acceptance", acceptance_diff(a.recipe, b.recipe))
+    # the quality probe's figures (kit.quality): two runs that scored the same tokens and whose
+    # served perplexity or top-1 agreement differ beyond the recipe's band answer differently,
+    # whatever their recipes say (docs/quality.md); a side without a probe, or one of other
+    # tokens, differs in nothing there
     add("quality", quality_diff(a.quality, b.quality))
     add("hardware", _hardware_diffs(a, b))
     ea, eb = engine_key(a), engine_key(b)

@@ -1,15 +1,5 @@
-"""Compare: two reports, or a report and its recipe's published reference, metric by metric.
-
-Comparability comes first (:mod:`kit.report.comparability`): model, quantization and protocol
-differences refuse the comparison (``VerificationFailed``, exit 1) unless forced; the other
-aspects are warnings listed in the result.
-
-Deltas are ``B - A`` (in reference mode ``this run - reference``), in percent of A. Every figure
-of :func:`kit.report.figures.figures` is compared with one rule (:mod:`kit.noise`): its value
-is a headline (a median with its interval) where it has runs, and the band of the difference is
-``max(3 %, sqrt(ha² + hb²))`` from the two intervals' half-widths, wider than 10 %
-inconclusive. The reproduction verdict judges the headline figures with the same bands.
-Published figures carry no interval: in reference mode every band is unknown.
+"""Compare: two reports, or a report and its recipe's published reference, metric by metric
+(:func:`compare_reports`), comparability first (:mod:`kit.report.comparability`).
 """
 
 from __future__ import annotations
@@ -85,9 +75,16 @@ def _implausible(side: str, report: Report, most: int = 5) -> list[str]:
 
 
 def compare_reports(a: Report, b: Report, *, force: bool = False) -> Comparison:
-    """B against A. Refuses (``VerificationFailed``) when model, quantization or protocol
-    differ, unless ``force``; hardware, engine, kernel, serving and patch differences are
-    warnings."""
+    """B against A. Refuses (``VerificationFailed``, exit 1) when model, quantization or
+    protocol differ, unless ``force``; hardware, engine, kernel, serving and patch differences
+    are warnings listed in the result.
+
+    Deltas are ``B - A`` (in reference mode ``this run - reference``), in percent of A. Every
+    figure of :func:`kit.report.figures.figures` is compared with one rule (:mod:`kit.noise`):
+    its value is a headline (a median with its interval) where it has runs, and the band of the
+    difference is ``max(3 %, sqrt(ha² + hb²))`` from the two intervals' half-widths, wider than
+    10 % inconclusive. The reproduction verdict judges the headline figures with the same
+    bands. Published figures carry no interval: in reference mode every band is unknown."""
     diffs = comparability(a, b)
     verdict = judge(a, b)
     try:

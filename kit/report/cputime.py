@@ -1,21 +1,7 @@
 """The scheduler's account in the verdict: where a slow (or fast) decode run's time went.
 
-Within a run, for rules 3's ``decode-cv-high`` (:func:`within_run`): each run off the median is
-put beside the scheduler's account of it (kit.probe.schedstat), per generated token, against the
-median of the prompt's runs:
-
-- the time on a CPU per token of the engine's worker (its threads run the model; where the
-  account does not tell them apart, all the engine's threads) moved with the run's time per
-  token by at least ``EXPLAINS`` of it: the same work took longer on the CPU, or there was more
-  of it;
-- its time runnable but waiting for a CPU grew by at least ``EXPLAINS`` of the run's extra
-  time per token: the machine's CPUs were busy with something else;
-- neither: what it checked, which says that the threads were idle longer between steps.
-
-Between runs, for the reproduction verdict (:func:`between_runs`): for each decode or prefill
-figure outside its band, the two reports' medians per token (per request for prefill), the same
-way. Reports whose records carry no
-account get no line. docs/noise.md, "The scheduler's account".
+:func:`within_run` serves rules 3's ``decode-cv-high``, :func:`between_runs` the reproduction
+verdict (docs/noise.md, "The scheduler's account").
 """
 
 from __future__ import annotations
@@ -76,7 +62,20 @@ def within_run(
     prompt: str, runs: list[int], values: list[float], records: list[RequestRecord], off_pct: float
 ) -> tuple[str | None, str | None]:
     """For a noisy prompt: (a cause, where the account followed its runs off the median by more
-    than ``off_pct``; else what it checked). (None, None) without the account."""
+    than ``off_pct``; else what it checked). (None, None) without the account.
+
+    For rules 3's ``decode-cv-high``: each run off the median is put beside the scheduler's
+    account of it (kit.probe.schedstat), per generated token, against the median of the
+    prompt's runs:
+
+    - the time on a CPU per token of the engine's worker (its threads run the model; where the
+      account does not tell them apart, all the engine's threads) moved with the run's time per
+      token by at least ``EXPLAINS`` of it: the same work took longer on the CPU, or there was
+      more of it;
+    - its time runnable but waiting for a CPU grew by at least ``EXPLAINS`` of the run's extra
+      time per token: the machine's CPUs were busy with something else;
+    - neither: what it checked, which says that the threads were idle longer between steps.
+    """
     acc = per_token(records, prompt)
     have = [i for i in runs if i in acc]
     if len(have) < 2:
@@ -190,7 +189,11 @@ def _runs_of(report: Report, metric: str) -> tuple[str, str, str] | None:
 
 def between_runs(a: Report, b: Report, outside: list[FigureCheck]) -> SpeedLines:
     """For each decode or prefill figure outside its band: whether the two runs' accounts say
-    where the change went (a cause), or not (checked)."""
+    where the change went (a cause), or not (checked).
+
+    For the reproduction verdict: the two reports' medians per token (per request for prefill)
+    are judged the way :func:`within_run` judges a run against its prompt's median. Reports
+    whose records carry no account get no line."""
     out = SpeedLines()
     for check in outside:
         runs = _runs_of(a, check.metric)

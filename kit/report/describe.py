@@ -1,9 +1,6 @@
 """What a report describes, in a benchmark table's words: the rig, the engine and its kernels,
 the model, its quantization and the quantized checkpoint, speculative decoding (labelled
 SYNTHETIC at a synthetic acceptance). Shared by show, compare, table and the HTML page.
-
-The rig is described the way benchmark tables do it: card count × GPU name, PCIe generation and
-lanes per card, power caps per card, the interconnect; "CPU (n cores)" without a GPU.
 """
 
 from __future__ import annotations
@@ -56,7 +53,9 @@ def num(value: str | float | int | Unavailable, fmt: str = "g") -> str:
 
 
 def rig(host: HostProbe | None) -> Rig | None:
-    """The host as a table describes it; None without a host probe."""
+    """The host as a table describes it; None without a host probe. Described the way benchmark
+    tables do it: card count × GPU name, PCIe generation and lanes per card, power caps per
+    card, the interconnect; "CPU (n cores)" without a GPU."""
     if host is None:
         return None
     cores = host.cpu.usable_cores if _known(host.cpu.usable_cores) else host.cpu.logical_cores

@@ -1,10 +1,6 @@
 """A report's figures, once: each a row of kit.figures' table with its value in this report and
-what bounds it (a 95 % interval, a counter's standard error, a threshold's limit).
-
-Compare tabulates every one; the reproduction verdict judges those the table marks judged. A
-prompt's figures are the medians of its measured runs (the mean beside them: published Club-3090
-figures are means); a load point's are read from the point; the rest once a run. A report
-written before headlines gets them computed from its records, the same way.
+what bounds it (a 95 % interval, a counter's standard error, a threshold's limit). Compare
+tabulates every one; the reproduction verdict judges those the table marks judged.
 """
 
 from __future__ import annotations
@@ -295,7 +291,10 @@ def _other_figures(report: Report) -> list[Figure]:
 
 
 def figures(report: Report) -> list[Figure]:
-    """Every figure of a report, in the order compare shows them (the table's)."""
+    """Every figure of a report, in the order compare shows them (the table's). A prompt's
+    figures are the medians of its measured runs (the mean beside them: published Club-3090
+    figures are means); a load point's are read from the point; the rest once a run. A report
+    written before headlines gets them computed from its records, the same way."""
     found = [
         *_prompt_figures(report),
         *_prefill_figures(report),

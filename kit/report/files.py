@@ -1,15 +1,7 @@
-"""Report files: the only writer and the only reader.
+"""Report files: the only writer (:func:`write_report`) and the only reader (:func:`read_report`).
 
 A report file is one DSSE envelope (:mod:`kit.signing.envelope`) holding the report's RFC 8785
-bytes, signed when a key is given. The bytes are produced once (:func:`encode_report`) and
-those exact bytes are written and signed; readers never re-serialise before checking.
-
-:func:`read_report` is how everything else reads one (show, compare, the compose runtime,
-tests): the size and depth limits, the envelope, the signature (:func:`check_signature`: against
-the given key, else the trust store; an invalid signature always raises, an unsigned or untrusted
-one unless allowed), the canonical payload, an older version upgraded (:mod:`kit.report.upgrades`,
-on the parsed payload: the signature covers the bytes as written) and the strict schema, with
-errors that name the file.
+bytes, signed when a key is given.
 """
 
 from __future__ import annotations
@@ -55,7 +47,9 @@ def report_bytes(report: Report) -> bytes:
 
 
 def encode_report(report: Report, private_key: Ed25519PrivateKey | None = None) -> bytes:
-    """The report file: a DSSE envelope, signed when a key is given, else marked unsigned."""
+    """The report file: a DSSE envelope, signed when a key is given, else marked unsigned.
+    The bytes are produced once, here, and those exact bytes are written and signed; readers
+    never re-serialise before checking."""
     data = report.model_dump(mode="json")
     return sign_report(data, private_key) if private_key is not None else unsigned_report(data)
 
@@ -107,8 +101,11 @@ def read_report(
     allow_untrusted: bool = False,
     key_option: str = "--key",
 ) -> tuple[Report, SignatureCheck]:
-    """Read a report file (a path, or its bytes): limits, envelope, signature, canonical
-    payload, strict schema. The signature is checked against ``public_key``, else ``trust``
+    """Read a report file (a path, or its bytes): how everything else reads one (show, compare,
+    the compose runtime, tests). The size and depth limits, the envelope, the signature, the
+    canonical payload, an older version upgraded (:mod:`kit.report.upgrades`, on the parsed
+    payload: the signature covers the bytes as written) and the strict schema, with errors
+    that name the file. The signature is checked against ``public_key``, else ``trust``
     (:func:`check_signature`). An invalid signature (altered, forged, another key than the
     given one) raises ``VerificationFailed``; so does an unsigned report when a key is given or
     ``allow_unsigned`` is false, and an untrusted one when ``allow_untrusted`` is false: both are

@@ -1,10 +1,6 @@
 """Where the engine's compiles while serving fell: inside a measured window, or outside every
-one (a warm-up, the quality probe, the context ladder, between runs).
-
-Where kit started the server it read the log's size at each measured window's start and end,
-so a compile is placed by its line's byte offset, exactly; a prefill run (no window of its own)
-and a report without those ranges fall back to the log's time, whole seconds on the server's
-clock, against the records' send-to-end spans."""
+one (a warm-up, the quality probe, the context ladder, between runs), as :func:`place_jit`
+places them."""
 
 from __future__ import annotations
 
@@ -85,9 +81,11 @@ def _in_spans(offset: int | None, spans: list[tuple[int, int]]) -> bool | None:
 
 
 def place_jit(choices: EngineChoices, records: list[RequestRecord]) -> JitPlacement:
-    """Each compile the log names, placed against the measured windows: by its byte offset in
-    the ranges kit recorded, else (and for prefill runs) by its whole logged second overlapping
-    a measured request's send-to-end span."""
+    """Each compile the log names, placed against the measured windows: by its line's byte
+    offset in the ranges kit recorded (where kit started the server it read the log's size at
+    each measured window's start and end), exactly; else (and for a prefill run, which has no
+    window of its own) by the log's time, its whole second on the server's clock, overlapping a
+    measured request's send-to-end span."""
     events = choices.jit_events
     if not events:
         return JitPlacement([], [], list(choices.jit_kernels))

@@ -2,10 +2,7 @@
 
 pydantic and jsonschema take time in proportion to what they are given (27 s on a payload of
 3 M short notes), so a stranger's payload is first walked once, cheaply: every list, object and
-string is held to a cap, and a list or object over its cap is not descended into. The caps are
-far above what a real run writes (measured on the fixtures and examples: 24 records, 996 chunk
-times per record, 422 GPU samples, 48 argv strings, strings of at most 4,844 characters, 27 k
-values in all). ``MAX_VALUES`` bounds the schema's work: jsonschema takes about 14 us a value.
+string is held to a cap, and a list or object over its cap is not descended into.
 """
 
 from __future__ import annotations
@@ -14,6 +11,10 @@ from typing import Any
 
 from kit.errors import BadInputError
 
+# The caps are far above what a real run writes (measured on the fixtures and examples: 24
+# records, 996 chunk times per record, 422 GPU samples, 48 argv strings, strings of at most 4,844
+# characters, 27 k values in all). MAX_VALUES bounds the schema's work: jsonschema takes about
+# 14 us a value.
 MAX_ITEMS = 10_000  # any list or object not named below
 MAX_STRING = 65_536  # characters, any string not named below
 MAX_VALUES = 250_000  # list items and object values in all (the examples: 27 k)

@@ -1,10 +1,6 @@
 """A recipe's published reference against the roofline bound on the reference's own rig
 (:mod:`kit.roofline.plausible`): what the bound is computed from, gathered from the recipe and
 the runs at hand. A model, not a measurement; docs/roofline.md has the formula.
-
-The model's bytes come from a run that served the reference's model, quantization and draft
-(its report's roofline: the checkpoint's safetensors headers), else from ``config.json`` in
-kit's hub cache (``kit preflight RECIPE`` puts it there) with the recipe's quantization.
 """
 
 from __future__ import annotations
@@ -121,7 +117,10 @@ def _published(name: str, tps: float, recipe: dict[str, Any], runs: Sequence[Rep
 
 def model_bytes_for(recipe: dict[str, Any], runs: Sequence[Report] = ()) -> Bytes | str:
     """The target's and the draft's bytes for the recipe's model, quantization, draft and KV
-    cache dtype, with where they come from; or why there are none."""
+    cache dtype, with where they come from; or why there are none. They come from a run that
+    served the reference's model, quantization and draft (its report's roofline: the
+    checkpoint's safetensors headers), else from ``config.json`` in kit's hub cache (``kit
+    preflight RECIPE`` puts it there) with the recipe's quantization."""
     kv = str((recipe.get("server") or {}).get("kv_cache_dtype") or "auto")
     for run in runs:
         roof = run.roofline

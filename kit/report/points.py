@@ -1,12 +1,7 @@
 """A run's load points against a reference's published points (a recipe's
 ``reference.points``, as ``kit import`` writes them), label by label: each figure both have,
-its delta and band, and a verdict per point and overall.
-
-Which figures a point has, how each is banded and which are judged is the figure table's
-(:data:`kit.figures.POINT_KINDS`, docs/figures.md): the throughputs by the relative rule, the
-latencies with an absolute floor; a published figure has no interval, so its band is the run
-point's own 95 % interval (a mean's 1.96 standard errors; a percentile's order statistics over
-the point's requests; none for a throughput, one reading a point) plus its rounding.
+its delta and band, and a verdict per point and overall. Which figures a point has, how each is
+banded and which are judged is the figure table's (:data:`kit.figures.POINT_KINDS`).
 """
 
 from __future__ import annotations
@@ -147,8 +142,12 @@ def rounding(value: float) -> float:
 
 
 def _judged(k: Kind, ref: float, run: float | None, half: float | None, void: bool) -> MetricDelta:
-    """A reference figure against the run's, by the rule of its kind; ``void``: the run cannot
-    be judged (INVALID or incomplete), so no figure is within or outside."""
+    """A reference figure against the run's, by the rule of its kind (docs/figures.md): the
+    throughputs by the relative rule, the latencies with an absolute floor. A published figure
+    has no interval, so its band is the run point's own 95 % interval (a mean's 1.96 standard
+    errors; a percentile's order statistics over the point's requests; none for a throughput,
+    one reading a point) plus its rounding. ``void``: the run cannot be judged (INVALID or
+    incomplete), so no figure is within or outside."""
     theirs, mine = Figure(k, "", ref), Figure(k, "", run, half)
     m = figure_delta(theirs, mine, Reading(ref, rounding=rounding(ref)), mine.reading())
     if void and m.b is not None:

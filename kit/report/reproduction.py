@@ -1,38 +1,7 @@
 """The reproduction verdict: did a re-run of a report come out as the report says?
 
-One of four, for an original report A and a new run B (``kit reproduce REPORT.json`` writes it
-into B, signed; ``kit report compare A B`` prints it for any two reports):
-
-- **NOT COMPARABLE**: the model, the quantization, the protocol or the acceptance differ, or
-  the quality probe's figures differ beyond their band (:mod:`kit.report.comparability`), or
-  the two share no headline figure;
-- **INCONCLUSIVE**: no verdict can rest on the figures: a side is INVALID or the re-run is
-  incomplete, or a figure's band is wider than ``kit.noise.MAX_BAND_PCT``, and none is clearly
-  outside its band;
-- **REPRODUCED**: every headline figure of A is in B and within its noise band;
-- **DIFFERENT**: some are not: which, which way (higher or lower, better or worse), by how
-  much, and the likely causes kit can see: every other aspect in which the reports differ
-  (GPUs, power limits, PCIe link, interconnect, CPU, engine, kernels, serving settings,
-  patches), the OS kernel, a host that was not quiet while measuring, and a host that ran
-  slower or faster on the fixed workload timed before each measured run (``host-speed``,
-  :mod:`kit.report.speed`; or, where it did not move, that it is not the cause).
-
-The verdict also says whether B served A's quantized checkpoint (its content digest, recorded
-by :mod:`kit.quantize`): the same, or another, with the files that differ and what kit records
-that may explain it (seed, iters, device, library versions, the CPU and its vector flags,
-threads). Another checkpoint does not make the runs NOT COMPARABLE: it is named on the verdict
-line ("REPRODUCED: ...; on another checkpoint: sha256 X vs Y") and listed first among the likely
-causes of a DIFFERENT or INCONCLUSIVE verdict (docs/checkpoint.md says why).
-
-The judged figures are every figure of the original that the figure table marks judged
-(:mod:`kit.figures`, docs/figures.md): each prompt's decode and wall TPS and TTFT, each prefill
-depth, each load point's throughputs and median latencies, the acceptance counters, peak memory
-per card, KV-cache capacity, the draft's memory, J/token, the largest context served and the
-soak's claims. Each is judged by the rule of its kind (throughput: ``max(3 %, sqrt(ha² + hb²))``;
-latency: the same with an absolute floor; counters: their standard errors; memory and energy: a
-stated tolerance; the context: the same step; the soak: the recipe's thresholds), the same
-``kit report compare`` tabulates. A figure only the re-run has is shown ("not in the original")
-and does not block the verdict; one the re-run lacks is DIFFERENT.
+:func:`judge` gives it for an original report A and a new run B (``kit reproduce REPORT.json``
+writes it into B, signed; ``kit report compare A B`` prints it for any two reports).
 """
 
 from __future__ import annotations
@@ -81,7 +50,19 @@ def only_new(a: Report, b: Report) -> list[str]:
 
 
 def judged_figures(a: Report, b: Report, void: bool = False) -> list[FigureCheck]:
-    """A's judged figures, each against B's (None in B where B did not measure it)."""
+    """A's judged figures, each against B's (None in B where B did not measure it).
+
+    They are every figure of the original that the figure table marks judged (:mod:`kit.figures`,
+    docs/figures.md): each prompt's decode and wall TPS and TTFT, each prefill depth, each load
+    point's throughputs and median latencies, the acceptance counters, peak memory per card,
+    KV-cache capacity, the draft's memory, J/token, the largest context served and the soak's
+    claims. Each is judged by the rule of its kind (throughput: ``max(3 %, sqrt(ha² + hb²))``;
+    latency: the same with an absolute floor; counters: their standard errors; memory and
+    energy: a stated tolerance; the context: the same step; the soak: the recipe's thresholds),
+    the same ``kit report compare`` tabulates. A figure only the re-run has is shown ("not in
+    the original", :func:`only_new`) and does not block the verdict; one the re-run lacks is
+    DIFFERENT.
+    """
     theirs = {f.name: f for f in figures(b)}
     out: list[FigureCheck] = []
     for x in figures(a):
@@ -172,7 +153,30 @@ def judge(
     original_sha256: str | None = None,
     overrides: list[str] | tuple[str, ...] = (),
 ) -> Reproduction:
-    """The verdict on ``new`` as a re-run of ``original``."""
+    """The verdict on ``new`` as a re-run of ``original``, one of four:
+
+    - **NOT COMPARABLE**: the model, the quantization, the protocol or the acceptance differ, or
+      the quality probe's figures differ beyond their band (:mod:`kit.report.comparability`), or
+      the two share no headline figure;
+    - **INCONCLUSIVE**: no verdict can rest on the figures: a side is INVALID or the re-run is
+      incomplete, or a figure's band is wider than ``kit.noise.MAX_BAND_PCT``, and none is
+      clearly outside its band;
+    - **REPRODUCED**: every headline figure of A is in B and within its noise band;
+    - **DIFFERENT**: some are not: which, which way (higher or lower, better or worse), by how
+      much, and the likely causes kit can see: every other aspect in which the reports differ
+      (GPUs, power limits, PCIe link, interconnect, CPU, engine, kernels, serving settings,
+      patches), the OS kernel, a host that was not quiet while measuring, and a host that ran
+      slower or faster on the fixed workload timed before each measured run (``host-speed``,
+      :mod:`kit.report.speed`; or, where it did not move, that it is not the cause).
+
+    The verdict also says whether B served A's quantized checkpoint (its content digest,
+    recorded by :mod:`kit.quantize`): the same, or another, with the files that differ and what
+    kit records that may explain it (seed, iters, device, library versions, the CPU and its
+    vector flags, threads). Another checkpoint does not make the runs NOT COMPARABLE: it is
+    named on the verdict line ("REPRODUCED: ...; on another checkpoint: sha256 X vs Y") and
+    listed first among the likely causes of a DIFFERENT or INCONCLUSIVE verdict
+    (docs/checkpoint.md says why).
+    """
     refusing = [f"{d.aspect}: {d.detail}" for d in comparability(original, new) if d.refuses]
     void = unjudgeable(original, "the original", complete=False) + unjudgeable(new, "the re-run")
     figures_ = judged_figures(original, new, void=bool(void))

@@ -1,10 +1,8 @@
 """The host-speed witness in the verdicts: did the host itself run slower or faster?
 
 A decode change is put beside the change of the fixed workload timed before each measured run
-(:mod:`kit.probe.hostspeed`): within a run, for rules 3's ``decode-cv-high``
-(:func:`within_run`); between two runs, for the reproduction verdict (:func:`between_runs`).
-The witness explains a change when it moved the same way by at least ``EXPLAINS`` of it.
-Reports without the witness get no line. docs/noise.md, "The host-speed witness".
+(:mod:`kit.probe.hostspeed`): within a run (:func:`within_run`), between two runs
+(:func:`between_runs`). docs/noise.md, "The host-speed witness".
 """
 
 from __future__ import annotations
@@ -38,8 +36,9 @@ def _faster(pct: float) -> str:
 def within_run(
     prompt: str, runs: list[int], values: list[float], records: list[RequestRecord], off_pct: float
 ) -> tuple[str | None, str | None]:
-    """For a noisy prompt: (a cause, when the witness followed its runs off the median by more
-    than ``off_pct``; else what it checked). (None, None) without the witness."""
+    """For a noisy prompt, in rules 3's ``decode-cv-high``: (a cause, when the witness followed
+    its runs off the median by more than ``off_pct``; else what it checked). (None, None)
+    without the witness."""
     speeds = {
         r.index: r.host_speed
         for r in records
@@ -119,8 +118,9 @@ def _line(check: FigureCheck, wa: HostSpeed, wb: HostSpeed, out: SpeedLines) -> 
 
 
 def between_runs(a: Report, b: Report, outside: list[FigureCheck]) -> SpeedLines:
-    """For each decode figure outside its band: whether the two runs' witness medians moved the
-    same way by at least ``EXPLAINS`` of it (a cause), or not (ruled out)."""
+    """For the reproduction verdict, each decode figure outside its band: whether the two runs'
+    witness medians moved the same way by at least ``EXPLAINS`` of it (a cause), or not (ruled
+    out). Reports without the witness get no line."""
     out = SpeedLines()
     mine, theirs = _prompt_speeds(a), _prompt_speeds(b)
     for check in outside:

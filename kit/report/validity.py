@@ -1,23 +1,4 @@
-"""The validity verdict every report carries: is this run fit to quote, and if not, why.
-
-Reasons are ordered: errors first (they make the run invalid), then warnings, each group in
-the order the checks run. The same function runs when the report is written and when
-``kit report verify`` recomputes it, under the rules the report was written with
-(``Validity.rules``): a report keeps the verdict it was signed with.
-
-- rules 1: decode CV over every usable run, bursts named, no cause sought.
-- rules 2 (:mod:`kit.report.causes`): held streams named and left out of the headline, the CV
-  taken over the headline's runs, every decode error with the causes kit can see (or what it
-  checked), a drift across runs, and host contention.
-- rules 3: as rules 2, and a high CV also names the runs off the median and the hypervisor's
-  steal (a cause when 1 % or more, else among what was checked).
-
-Under any rules, a synthetic-acceptance run whose counters miss the target is an error
-(``synthetic-acceptance-missed``, :func:`kit.report.causes.synthetic_findings`).
-Under any rules, a quality probe (``report.quality``) is judged by its recipe's thresholds:
-``quality-garbage`` (error) near chance, ``quality-degraded`` (warning) past them
-(:func:`kit.quality.quality_findings`).
-"""
+"""The validity verdict every report carries: is this run fit to quote, and if not, why."""
 
 from __future__ import annotations
 
@@ -162,7 +143,26 @@ def verdict(
     sampling: GpuSampling | None = None,
     rules: int = RULES,
 ) -> Validity:
-    """Compute the verdict from a report and, when present, host evidence, by ``rules``."""
+    """Compute the verdict from a report and, when present, host evidence, by ``rules``.
+
+    Reasons are ordered: errors first (they make the run invalid), then warnings, each group in
+    the order the checks run. The same function runs when the report is written and when
+    ``kit report verify`` recomputes it, under the rules the report was written with
+    (``Validity.rules``): a report keeps the verdict it was signed with.
+
+    - rules 1: decode CV over every usable run, bursts named, no cause sought.
+    - rules 2 (:mod:`kit.report.causes`): held streams named and left out of the headline, the CV
+      taken over the headline's runs, every decode error with the causes kit can see (or what it
+      checked), a drift across runs, and host contention.
+    - rules 3: as rules 2, and a high CV also names the runs off the median and the hypervisor's
+      steal (a cause when 1 % or more, else among what was checked).
+
+    Under any rules, a synthetic-acceptance run whose counters miss the target is an error
+    (``synthetic-acceptance-missed``, :func:`kit.report.causes.synthetic_findings`).
+    Under any rules, a quality probe (``report.quality``) is judged by its recipe's thresholds:
+    ``quality-garbage`` (error) near chance, ``quality-degraded`` (warning) past them
+    (:func:`kit.quality.quality_findings`).
+    """
     found: list[Finding] = []
     if report.status != "complete":
         found.append(

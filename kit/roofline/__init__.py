@@ -1,12 +1,8 @@
 """Roofline: decode efficiency against the memory-bandwidth bound (docs/roofline.md has the
-formula and every term).
-
-- :mod:`kit.roofline.checkpoint`: :class:`ModelBytes`, a checkpoint's bytes by role.
-- :mod:`kit.roofline.estimate`: the same bytes estimated from a ``config.json`` shape.
-- :mod:`kit.roofline.gpus`: known GPUs' datasheet bandwidth, with the source of each.
-- :mod:`kit.roofline.bandwidth`: :class:`Bandwidth`, measured or from the datasheet.
-- :mod:`kit.roofline.bound`: :func:`roofline`, the bound and each prompt's efficiency.
-- :mod:`kit.roofline.plausible`: a published figure against the bound on its own rig.
+formula and every term): :class:`ModelBytes`, a checkpoint's bytes by role, read or estimated
+(:mod:`kit.roofline.checkpoint`, :mod:`kit.roofline.estimate`); :class:`Bandwidth`, measured or
+from the datasheet (:mod:`kit.roofline.gpus`); :func:`roofline`, the bound and each prompt's
+efficiency; a published figure against the bound on its own rig (:mod:`kit.roofline.plausible`).
 """
 
 from __future__ import annotations

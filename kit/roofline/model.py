@@ -1,17 +1,6 @@
 """The step model: what a decode step costs, to predict speculative decoding's speed-up over no
-draft (docs/roofline.md derives it; experiments/acceptance-sweep.py tests it on a GPU).
-
-A forward pass costs a fixed time per decoder layer (kernel launches, synchronisation, the small
-kernels of norms, rotary and attention that no bandwidth bounds) plus its bytes at the
-bandwidth: ``t = layers x tau + bytes / BW``. A speculative step is one target pass verifying
-1 + k tokens and one draft pass; a plain step is one target pass. ``tau`` is learned from one
-measured step (the run's own, or a no-draft baseline's); the model then predicts the other, and
-the speed-up is ``L x t_plain / t_step`` (L: tokens per step, 1 + accepted/drafts).
-
-Measured on an H100 (2026-12-07, docs/results.md): a DFlash2 step of the 8B-shaped INT4 target
-took 5.78-5.91 ms at every acceptance from 0 to 7 of 7, a plain step 4.82 ms: 1.21 times, where
-the bytes alone (the roofline bound) say 1.40. The bytes-only ratio predicted the speed-up 14 %
-short at every point; this model, within 6 %.
+draft (docs/roofline.md derives it; experiments/acceptance-sweep.py tests it on a GPU). A pass
+costs a fixed time per decoder layer plus its bytes at the bandwidth (:class:`Pass`).
 """
 
 from __future__ import annotations
@@ -40,7 +29,12 @@ class StepModel(KitModel):
 
 @dataclass(frozen=True)
 class Pass:
-    """One step's passes: layers and bytes per GPU."""
+    """One step's passes: layers and bytes per GPU.
+
+    A forward pass costs a fixed time per decoder layer (kernel launches, synchronisation, the
+    small kernels of norms, rotary and attention that no bandwidth bounds) plus its bytes at
+    the bandwidth: ``t = layers x tau + bytes / BW`` (:meth:`Pass.ms`). A speculative step is one
+    target pass verifying 1 + k tokens and one draft pass; a plain step is one target pass."""
 
     layers: int
     bytes: float
@@ -65,7 +59,9 @@ def step_model(
     bandwidth_gbps: float,
 ) -> StepModel:
     """The model of a run whose measured step (``spec``: target verify pass plus draft pass;
-    without a draft the plain pass) took ``measured_step_ms`` at ``length`` tokens per step."""
+    without a draft the plain pass) took ``measured_step_ms`` at ``length`` tokens per step.
+    ``tau`` is learned from the measured step; the model then predicts the plain step, and the
+    speed-up is ``L x t_plain / t_step`` (L: tokens per step, 1 + accepted/drafts)."""
     tau = tau_from(measured_step_ms, spec, bandwidth_gbps)
     plain_ms = plain.ms(tau, bandwidth_gbps)
     return StepModel(
@@ -107,7 +103,12 @@ def predicted_speedup(
     bandwidth_gbps: float,
 ) -> Predicted:
     """The speed-up at ``length`` tokens per step, predicted from a measured plain step: tau
-    from the plain step, the speculative step from tau and its passes' layers and bytes."""
+    from the plain step, the speculative step from tau and its passes' layers and bytes.
+
+    Measured on an H100 (2026-12-07, docs/results.md): a DFlash2 step of the 8B-shaped INT4
+    target took 5.78-5.91 ms at every acceptance from 0 to 7 of 7, a plain step 4.82 ms: 1.21
+    times, where the bytes alone (the roofline bound) say 1.40. The bytes-only ratio predicted
+    the speed-up 14 % short at every point; this model, within 6 %."""
     tau = tau_from(plain_step_ms, plain, bandwidth_gbps)
     step_ms = spec.ms(tau, bandwidth_gbps)
     bytes_only = length * plain.bytes / spec.bytes if spec.bytes else length

@@ -1,9 +1,8 @@
 """Is a published figure possible? The roofline bound on a published reference's rig, the
-fraction of it each published decode figure implies, and the acceptance it would need.
-
-A model, not a measurement: the bound of :mod:`kit.roofline.bound` on the reference's GPUs (their
-datasheet bandwidth, :mod:`kit.roofline.gpus`), its model's bytes and its stated acceptance. The
-formula and every term: docs/roofline.md.
+fraction of it each published decode figure implies, and the acceptance it would need. A model,
+not a measurement: the bound of :mod:`kit.roofline.bound` on the reference's GPUs (their
+datasheet bandwidth, :mod:`kit.roofline.gpus`), its model's bytes and its stated acceptance;
+the formula and every term: docs/roofline.md.
 """
 
 from __future__ import annotations

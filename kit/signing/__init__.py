@@ -1,9 +1,8 @@
-"""Signing: canonical JSON, DSSE envelopes and Ed25519 keys.
+"""Signing: canonical JSON, DSSE envelopes and Ed25519 keys (envelopes and keys, not reports).
 
-A report file is one DSSE envelope holding the report's RFC 8785 bytes; see
-:mod:`kit.signing.envelope`. Reading a *report* (envelope, signature, payload, schema) is
-:mod:`kit.report.files`; this package knows envelopes and keys, not reports. The keys trusted
-without ``--key`` are :mod:`kit.signing.trust`.
+A report file is one DSSE envelope of the report's RFC 8785 bytes (:mod:`kit.signing.envelope`);
+reading a *report* (envelope, signature, payload, schema) is :mod:`kit.report.files`. The keys
+trusted without ``--key`` are :mod:`kit.signing.trust`.
 """
 
 from kit.signing.canonical import MAX_DEPTH, MAX_SAFE_INT, canonical_bytes, parse_json

@@ -1,12 +1,8 @@
 """Canonical JSON (RFC 8785) out, and JSON in within limits.
 
 Writing: :func:`canonical_bytes` gives the one byte form of a JSON value, so every byte of a
-report file has one meaning. Reading: :func:`read_limited` opens regular files only (a FIFO
-cannot block it) and checks the size before reading; :func:`parse_json` refuses oversize input,
-a shape that would take more memory than :data:`MAX_AMPLIFICATION` times the input, more than
-:data:`MAX_VALUES` values (both counted before any parsing), nesting past the depth limit, more
-containers than the caller allows, duplicate keys, NaN and over-long integers, with
-``BadInputError`` for each; nothing else escapes.
+report file has one meaning. Reading: :func:`read_limited` opens regular files only and checks
+the size before reading; :func:`parse_json` refuses input past its limits, with ``BadInputError``.
 """
 
 from __future__ import annotations
@@ -119,7 +115,14 @@ def parse_json(
 ) -> Any:
     """Parse JSON bytes within limits: size, memory estimate, values in all, depth, then
     ``max_containers`` (arrays and objects in all; None: no count limit), before
-    ``json.loads`` sees them. Values in all: at most :data:`MAX_VALUES`."""
+    ``json.loads`` sees them. Values in all: at most :data:`MAX_VALUES`.
+
+    Refused, each with a ``BadInputError`` (nothing else escapes): oversize input, a shape that
+    would take more memory than ``max_amplification`` (:data:`MAX_AMPLIFICATION`) times the
+    input, more than :data:`MAX_VALUES` values (both counted before any parsing), nesting past
+    ``max_depth``, more containers than ``max_containers``, duplicate keys, NaN and over-long
+    integers.
+    """
     max_values = MAX_VALUES
     if not isinstance(data, bytes):
         raise BadInputError(f"{what} must be bytes, not {type(data).__name__}")
@@ -239,9 +242,10 @@ def _no_constant(name: str) -> None:
 
 
 def read_regular_file(path: Path, max_bytes: int, what: str) -> tuple[bytes, int]:
-    """The bytes of a regular file of at most ``max_bytes`` (:func:`kit.paths.read_regular`)
-    and its permission bits; every refusal is a ``BadInputError`` naming the file, with a hint
-    for the kind of file it is (``what``: "report file", "public key", "private key")."""
+    """The bytes of a regular file of at most ``max_bytes`` (:func:`kit.paths.read_regular`: a
+    FIFO cannot block it) and its permission bits; every refusal is a ``BadInputError`` naming
+    the file, with a hint for the kind of file it is (``what``: "report file", "public key",
+    "private key")."""
     try:
         data, info = read_regular(path, max_bytes)
     except NotRegularFile as e:

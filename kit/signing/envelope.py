@@ -2,16 +2,7 @@
 
 A payload is carried as base64 in a DSSE envelope
 (https://github.com/secure-systems-lab/dsse) whose ``payloadType`` is ``REPORT_MEDIA_TYPE``, and
-signed with Ed25519 over the DSSE pre-authentication encoding of the exact payload bytes. An
-unsigned payload is the same envelope with ``"signatures": []``. kit writes the envelope as
-canonical JSON; readers take it in any JSON formatting, as DSSE allows (docs/signing.md).
-
-Opening trusts nothing, in this order: the size limit; a bracket-depth scan before any parsing;
-the envelope's keys; strict base64 (standard or URL-safe, as DSSE requires verifiers to accept;
-one encoding only); the signatures (at most :data:`MAX_SIGNATURES`, ``keyid`` optional) over the
-PAE of the decoded payload (:func:`check_signatures`); only then is the payload parsed
-(:func:`load_payload`, same limits) and required to be in canonical form, so an edit that still
-parses is caught even without a key. Every malformed input raises ``BadInputError``.
+signed with Ed25519 over the DSSE pre-authentication encoding of the exact payload bytes.
 """
 
 from __future__ import annotations
@@ -131,7 +122,8 @@ def sign_payload(
 
 
 def unsigned_report(report: Mapping[str, Any]) -> bytes:
-    """File bytes of an envelope with ``"signatures": []``: the file says it is unsigned."""
+    """File bytes of an envelope with ``"signatures": []``: the file says it is unsigned. An
+    unsigned payload is otherwise the same envelope as a signed one."""
     return _envelope_bytes(canonical_bytes(_require_object(report)), [])
 
 
@@ -167,7 +159,9 @@ def open_envelope(
     payload_type: str = REPORT_MEDIA_TYPE,
 ) -> Envelope:
     """Check the size, depth and shape of an envelope in any JSON formatting; its payload stays
-    unparsed. Signatures may omit ``keyid``; there may be up to :data:`MAX_SIGNATURES`."""
+    unparsed. Signatures may omit ``keyid``; there may be up to :data:`MAX_SIGNATURES`. kit
+    writes the envelope as canonical JSON; readers take it in any JSON formatting, as DSSE
+    allows (docs/signing.md)."""
     raw = parse_json(
         data,
         "the report file",
@@ -390,7 +384,15 @@ def read_payload(
     max_depth: int = MAX_DEPTH,
 ) -> tuple[dict[str, Any], SignatureCheck]:
     """Open, verify, then parse a payload; with a key, an unsigned or badly signed report raises
-    ``VerificationFailed`` before its payload is parsed."""
+    ``VerificationFailed`` before its payload is parsed.
+
+    Opening trusts nothing, in this order: the size limit; a bracket-depth scan before any
+    parsing; the envelope's keys; strict base64 (standard or URL-safe, as DSSE requires
+    verifiers to accept; one encoding only); the signatures (at most :data:`MAX_SIGNATURES`,
+    ``keyid`` optional) over the PAE of the decoded payload (:func:`check_signatures`); only
+    then is the payload parsed (:func:`load_payload`, same limits) and required to be in
+    canonical form, so an edit that still parses is caught even without a key. Every
+    malformed input raises ``BadInputError``."""
     env = open_envelope(data, max_bytes=max_bytes, max_depth=max_depth)
     check = verify_envelope(env, public_key)
     if public_key is not None and not check.valid:

@@ -2,17 +2,7 @@
 
 Layout: the directory ``trusted/`` in kit's config dir (:func:`kit.paths.default_config_dir`),
 one file per key, ``<name>.pub``, holding the key as SubjectPublicKeyInfo PEM exactly as kit
-writes public keys. The name is the file's stem (letters, digits, '.', '_' and '-'); the
-fingerprint is never stored, it is recomputed from the key each time, so renaming or editing a
-file cannot make it vouch for another key. The directory is created mode 0700, files 0644 and
-never written through an existing file or symlink. Nothing else lives there.
-
-Authentication is by the key itself: :meth:`TrustStore.verify` takes a signature's keyid only
-as a hint of which trusted key to try (one without a keyid, or naming none, is tried with each),
-and accepts the envelope when signatures by ``threshold`` distinct trusted keys verify
-(:func:`kit.signing.envelope.check_signatures`); the keyid alone never counts. Signatures no
-trusted key verifies give an untrusted check (not checked, ``untrusted=True``), which readers
-refuse unless told to allow it.
+writes public keys; the name is the file's stem. Nothing else lives there.
 """
 
 from __future__ import annotations
@@ -83,6 +73,8 @@ class TrustStore(StrictModel):
                     f"trust store: {e.message}",
                     hint=f"remove it with `kit keys untrust {path.name[:-4]}`",
                 ) from None
+            # the fingerprint is never stored, it is recomputed from the key each time, so
+            # renaming or editing a file cannot make it vouch for another key
             out.append(
                 (TrustedKey(name=path.name[:-4], fingerprint=fingerprint(key), path=path), key)
             )
@@ -106,7 +98,9 @@ class TrustStore(StrictModel):
 
     def add(self, public_key_path: Path, name: str | None = None) -> TrustedKey:
         """Trust the Ed25519 public key in ``public_key_path`` under ``name`` (default: the
-        file's stem). Trusting a key already trusted returns its entry unchanged."""
+        file's stem; letters, digits, '.', '_' and '-'). Trusting a key already trusted returns
+        its entry unchanged. The directory is created mode 0700, files 0644 and never written
+        through an existing file or symlink."""
         key = load_public_key(public_key_path)
         fp = fingerprint(key)
         name = public_key_path.stem if name is None else name
@@ -184,7 +178,14 @@ class TrustStore(StrictModel):
     def verify(self, env: Envelope) -> SignatureCheck:
         """Check the envelope's signatures against the trusted keys: valid when at least
         ``threshold`` distinct trusted keys verify one; untrusted (not checked) when none of
-        the signatures names or is verified by a trusted key."""
+        the signatures names or is verified by a trusted key.
+
+        Authentication is by the key itself: a signature's keyid is only a hint of which
+        trusted key to try (one without a keyid, or naming none, is tried with each), and the
+        envelope is accepted when signatures by ``threshold`` distinct trusted keys verify
+        (:func:`kit.signing.envelope.check_signatures`); the keyid alone never counts.
+        Signatures no trusted key verifies give an untrusted check (not checked,
+        ``untrusted=True``), which readers refuse unless told to allow it."""
         candidates = [
             Candidate(key, entry.fingerprint, entry.name) for entry, key in self._entries()
         ]

@@ -1,28 +1,7 @@
 """vLLM's own benchmark (`vllm bench serve`) against the server kit measured, side by side:
-per prompt of the sequential protocol (:mod:`kit.vllm_bench.prompts`, described here), or per
-load point (:mod:`kit.vllm_bench.points`).
-
-For each prompt of the recipe, one invocation at max concurrency 1: a custom JSONL dataset
-holding the prompt ``runs`` times (sent as the chat message as it is: ``--skip-chat-template``,
-the server applies the template as it does for kit), the prompt's max_tokens as the output
-length, the recipe's sampling, ``ignore_eos`` when the recipe sets it, and the same
-``chat_template_kwargs``. Its ``--save-result --save-detailed`` JSON is parsed here.
-
-The definitions differ, so the comparable figures are computed, not copied:
-
-- kit's decode TPS of a request is ``completion_tokens / (wall - TTFT)``, TTFT being the first
-  chunk carrying text and wall the ``[DONE]`` line.
-- vLLM's TPOT of a request is ``(latency - ttft) / (output_tokens - 1)``, its ttft the first
-  chunk with ``choices`` (the role chunk, sent with the first token) and its latency the last
-  data line (the usage chunk). ``1000 / TPOT_ms`` therefore counts one token fewer than kit:
-  the comparable figure is ``output_tokens / (ttft + sum(itl) - ttft)``, i.e. tokens over the
-  span from the first to the last content chunk, per request (``--save-detailed`` keeps the
-  per-request ``ttfts``, ``itls`` and ``output_lens``), averaged over the requests like kit's.
-  ``1000 / mean_tpot_ms * n / (n - 1)`` is recorded too.
-- ITL is per chunk, not per token: with speculative decoding a chunk carries several tokens.
-
-Agreement: decode TPS within 2 % (``kit.figures.AGREEMENT_PCT``) and TTFT within 5 ms, else the
-comparison says which differs.
+per prompt of the sequential protocol (:mod:`kit.vllm_bench.prompts`), or per load point
+(:mod:`kit.vllm_bench.points`). How the figures are made comparable, and when they agree, is
+in :func:`run_vllm_bench`.
 """
 
 import json
@@ -106,7 +85,32 @@ def run_vllm_bench(
 ) -> VllmBench:
     """Run `vllm bench serve` once per prompt, or per load point on kit's own requests (as kit
     drew them, ``planned``; else drawn again the same way, a file dataset's path relative to
-    ``job.recipe_dir``), and compare with kit's result."""
+    ``job.recipe_dir``), and compare with kit's result.
+
+    For each prompt of the recipe, one invocation at max concurrency 1: a custom JSONL dataset
+    holding the prompt ``runs`` times (sent as the chat message as it is:
+    ``--skip-chat-template``, the server applies the template as it does for kit), the prompt's
+    max_tokens as the output length, the recipe's sampling, ``ignore_eos`` when the recipe sets
+    it, and the same ``chat_template_kwargs``. Its ``--save-result --save-detailed`` JSON is
+    parsed by :func:`parse_result`. Load points: :func:`kit.vllm_bench.points.run_points`.
+
+    The definitions differ, so the comparable figures are computed, not copied:
+
+    - kit's decode TPS of a request is ``completion_tokens / (wall - TTFT)``, TTFT being the
+      first chunk carrying text and wall the ``[DONE]`` line.
+    - vLLM's TPOT of a request is ``(latency - ttft) / (output_tokens - 1)``, its ttft the first
+      chunk with ``choices`` (the role chunk, sent with the first token) and its latency the
+      last data line (the usage chunk). ``1000 / TPOT_ms`` therefore counts one token fewer
+      than kit: the comparable figure is ``output_tokens / (ttft + sum(itl) - ttft)``, i.e.
+      tokens over the span from the first to the last content chunk, per request
+      (``--save-detailed`` keeps the per-request ``ttfts``, ``itls`` and ``output_lens``),
+      averaged over the requests like kit's. ``1000 / mean_tpot_ms * n / (n - 1)`` is recorded
+      too.
+    - ITL is per chunk, not per token: with speculative decoding a chunk carries several tokens.
+
+    Agreement: decode TPS within 2 % (``kit.figures.AGREEMENT_PCT``) and TTFT within 5 ms
+    (``TTFT_TOLERANCE_MS``), else the comparison says which differs.
+    """
     bench, settings, out_dir = job.bench, job.settings, job.out_dir
     runs = settings.runs or bench.runs
     out_dir.mkdir(parents=True, exist_ok=True)

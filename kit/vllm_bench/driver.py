@@ -1,15 +1,5 @@
-"""Several `vllm bench serve` invocations in one Python process of the engine's environment.
-
-Run by path with the engine's interpreter (it imports vLLM, never kit)::
-
-    python driver.py PLAN.json STATUS.json
-
-PLAN.json is a list of ``{"label": ..., "argv": [...]}``, each ``argv`` the arguments of one
-``vllm bench serve`` after ``bench serve``. Each is parsed by vLLM's own parser for that
-subcommand and run by the function the subcommand runs (``vllm.benchmarks.serve.main``), one
-after the other, so the interpreter, torch and vLLM are imported once, not once per point (on
-an H200 host that import was about 27 s of each 40 s point). STATUS.json is rewritten after
-each point: label -> null when it returned, else why it failed.
+"""Several `vllm bench serve` invocations in one Python process of the engine's environment,
+run by path with the engine's interpreter (it imports vLLM, never kit; :func:`run`).
 """
 
 from __future__ import annotations
@@ -34,6 +24,16 @@ def _parser() -> Any:
 
 
 def run(plan_file: str, status_file: str) -> int:
+    """Run every point of PLAN.json, rewriting STATUS.json after each::
+
+        python driver.py PLAN.json STATUS.json
+
+    PLAN.json is a list of ``{"label": ..., "argv": [...]}``, each ``argv`` the arguments of one
+    ``vllm bench serve`` after ``bench serve``. Each is parsed by vLLM's own parser for that
+    subcommand and run by the function the subcommand runs (``vllm.benchmarks.serve.main``),
+    one after the other, so the interpreter, torch and vLLM are imported once, not once per
+    point (on an H200 host that import was about 27 s of each 40 s point). STATUS.json is
+    rewritten after each point: label -> null when it returned, else why it failed."""
     main = importlib.import_module("vllm.benchmarks.serve").main
     with open(plan_file, encoding="utf-8") as fh:
         plan = json.load(fh)

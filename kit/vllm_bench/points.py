@@ -1,29 +1,7 @@
 """`vllm bench serve` at each of kit's load points, against the same server, side by side.
 
-For a recipe whose bench has a load pattern: per point, one invocation with the same traffic.
-The prompts are kit's own for that point (the dataset's, drawn as kit draws them), written as a
-custom JSONL dataset with each request's output length and sent as the chat message as they
-are (``--skip-chat-template --disable-shuffle``), each behind a salt of its own, so neither
-client's requests hit the prefix cache the other one filled. (vLLM's random dataset at one
-``--seed`` sends the same prompts at every point: on one server each point after the first
-then reads part of its prompts from the prefix cache, which an H200 sweep showed at 70 %
-hits.) ``--ignore-eos`` when the dataset sets it, the point's measured requests as
-``--num-prompts`` and ``bench.vllm_bench.warmups`` as ``--num-warmups`` (kit's own count at the
-point with ``warmup_per_stream``, so both reach the point's batch size); at a concurrency point
-``--max-concurrency`` with ``--request-rate inf``, at a rate point ``--request-rate`` with
-``--burstiness 1`` (Poisson; kit's constant arrivals have no exact vLLM equivalent and are
-sent as Poisson, which the entry says) and the rate pattern's ``max_concurrency``. Through the
-chat endpoint, as kit sends them. All points run in one process of the engine's environment
-(:mod:`kit.vllm_bench.driver`: vLLM's own parser and entry point of the subcommand, one point
-after the other), so vLLM is imported once per sweep, not once per point.
-
-Both tools define the figures alike here (vLLM's benchmark is where kit's load definitions come
-from): output throughput over the benchmark's duration, TTFT to the first token, TPOT per
-request excluding the first, ITL per chunk. One difference: vLLM's TTFT ends at the first chunk
-with choices, kit's at the first with text; a first token with no text of its own (a partial
-UTF-8 sequence, frequent with a synthetic model's random tokens) moves kit's a token later.
-kit's points keep both (``first_chunk_ms``), and the TTFT compared here is vLLM's.
-Agreement: output throughput and the median TTFT, TPOT and ITL each within 2 %.
+For a recipe whose bench has a load pattern: per point, one invocation with the same traffic
+(:func:`run_points`), its figures against kit's (:func:`compare_point`).
 """
 
 from __future__ import annotations
@@ -211,7 +189,16 @@ def point_argv(
 
 
 def compare_point(point: LoadPoint, data: dict[str, Any]) -> tuple[list[PointFigure], bool | None]:
-    """kit's figures of a point against vLLM's saved result."""
+    """kit's figures of a point against vLLM's saved result.
+
+    Both tools define the figures alike here (vLLM's benchmark is where kit's load definitions
+    come from): output throughput over the benchmark's duration, TTFT to the first token, TPOT
+    per request excluding the first, ITL per chunk. One difference: vLLM's TTFT ends at the
+    first chunk with choices, kit's at the first with text; a first token with no text of its
+    own (a partial UTF-8 sequence, frequent with a synthetic model's random tokens) moves kit's
+    a token later. kit's points keep both (``first_chunk_ms``), and the TTFT compared here is
+    vLLM's. Agreement: output throughput and the median TTFT, TPOT and ITL each within 2 %.
+    """
     figures = []
     for name, key, field, stat in FIGURES:
         raw = data.get(key)
@@ -236,7 +223,26 @@ def run_points(
 ) -> tuple[list[VllmBenchPoint], list[str]]:
     """One `vllm bench serve` per kit load point on ``planned`` (kit's requests, as
     :meth:`kit.bench.Bencher.planned` drew them), run by ``job.python`` in ``env``; the entries
-    and notes on what differs."""
+    and notes on what differs.
+
+    For a recipe whose bench has a load pattern: per point, one invocation with the same
+    traffic. The prompts are kit's own for that point (the dataset's, drawn as kit draws them),
+    written as a custom JSONL dataset with each request's output length and sent as the chat
+    message as they are (``--skip-chat-template --disable-shuffle``), each behind a salt of its
+    own, so neither client's requests hit the prefix cache the other one filled. (vLLM's random
+    dataset at one ``--seed`` sends the same prompts at every point: on one server each point
+    after the first then reads part of its prompts from the prefix cache, which an H200 sweep
+    showed at 70 % hits.) ``--ignore-eos`` when the dataset sets it, the point's measured
+    requests as ``--num-prompts`` and ``bench.vllm_bench.warmups`` as ``--num-warmups`` (kit's
+    own count at the point with ``warmup_per_stream``, so both reach the point's batch size); at
+    a concurrency point ``--max-concurrency`` with ``--request-rate inf``, at a rate point
+    ``--request-rate`` with ``--burstiness 1`` (Poisson; kit's constant arrivals have no exact
+    vLLM equivalent and are sent as Poisson, which the entry says) and the rate pattern's
+    ``max_concurrency``. Through the chat endpoint, as kit sends them. All points run in one
+    process of the engine's environment (:mod:`kit.vllm_bench.driver`: vLLM's own parser and
+    entry point of the subcommand, one point after the other), so vLLM is imported once per
+    sweep, not once per point.
+    """
     bench, out_dir = job.bench, job.out_dir
     points = kit_result.load_points if kit_result else []
     load = bench.load

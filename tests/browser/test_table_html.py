@@ -132,7 +132,7 @@ def test_compare_page_loads_offline(open_page: Callable[..., Any], tmp_path: Pat
         "+8.28",
         "+4.7",
         "6.4",
-        "within noise",
+        "within",
     ]
     assert page.inner_text("#verdict-text").startswith("verdict: REPRODUCED")
     width = page.evaluate(

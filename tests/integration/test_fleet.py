@@ -16,24 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clirun import small
 
 from kit.signing import generate_keypair
 
 pytestmark = [pytest.mark.integration, pytest.mark.fleet]
 ray_jobs = pytest.importorskip("ray.job_submission", reason="kit[fleet]")
 
-SMALL = [
-    "bench.warmups=1",
-    "bench.runs=2",
-    "bench.prompts.0.max_tokens=32",
-    "bench.prompts.1.max_tokens=32",
-    "bench.prefill=null",
-    "bench.vllm_bench=null",
-    # the probes after the bench are other tests' subject (test_quality, test_claims)
-    "bench.quality=null",
-    "bench.context=null",
-    "bench.soak=null",
-]
+SMALL = small()
 
 
 def _free_port() -> int:

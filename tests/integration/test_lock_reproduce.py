@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import small
 from hubserver import HUB_TINY_RECIPE, serving_hub
 
 from kit.build import Built
@@ -26,18 +27,7 @@ from kit.report.assemble import new_report
 
 pytestmark = pytest.mark.integration
 
-SMALL = [
-    "bench.warmups=0",
-    "bench.runs=1",
-    "bench.prompts.0.max_tokens=16",
-    "bench.prompts.1.max_tokens=16",
-    "bench.prefill=null",
-    "bench.vllm_bench=null",
-    # the probes after the bench are other tests' subject (test_quality, test_claims)
-    "bench.quality=null",
-    "bench.context=null",
-    "bench.soak=null",
-]
+SMALL = small(warmups=0, runs=1, max_tokens=16)
 
 
 def reproduce(recipe: Path, out: Path, endpoint: str, *extra: str) -> dict[str, object]:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import small
 
 from kit.build import Built
 from kit.engine import EngineEnv
@@ -19,17 +20,7 @@ from kit.signing import generate_keypair, load_public_key
 pytestmark = pytest.mark.integration
 
 # the smallest run that still streams through both stages
-SMALL = [
-    "bench.warmups=1",
-    "bench.runs=1",
-    "bench.prompts.0.max_tokens=24",
-    "bench.prompts.1.max_tokens=24",
-    "bench.prefill=null",
-    # the probes after the bench are other tests' subject (test_quality, test_claims)
-    "bench.quality=null",
-    "bench.context=null",
-    "bench.soak=null",
-]
+SMALL = small(runs=1, max_tokens=24)
 
 
 def test_two_nodes_serve_one_model_natively(

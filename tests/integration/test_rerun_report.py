@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import small
 
 from kit.build import Built
 from kit.engine import EngineEnv
@@ -23,19 +24,8 @@ from kit.signing import KeyPair, generate_keypair, load_public_key
 
 pytestmark = pytest.mark.integration
 
-SMALL = [
-    "bench.warmups=1",
-    "bench.runs=2",
-    "bench.prompts.0.max_tokens=32",
-    "bench.prompts.1.max_tokens=32",
-    "bench.prefill=null",
-    "bench.vllm_bench=null",
-    # the probes after the bench are other tests' subject (test_quality, test_claims); the
-    # re-run takes the original's recipe, so it runs none of them either
-    "bench.quality=null",
-    "bench.context=null",
-    "bench.soak=null",
-]
+# the re-run takes the original's recipe, so it runs none of the probes after the bench either
+SMALL = small()
 
 
 def kit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

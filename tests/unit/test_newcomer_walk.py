@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from clirun import kit
 
 from kit import pipeline, serve
-from kit.cli import main
 from kit.errors import EnvironmentProblem
 from kit.report.table import LABELLED
 
@@ -53,16 +52,6 @@ def refused_url() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
-def kit(code: int | None, *args: object) -> Result:
-    """``kit ARGS``, which must exit ``code`` (None: the caller checks it) with no traceback and
-    no exception escaping."""
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert "Traceback" not in res.output, res.output
-    assert res.exc_info is None or res.exc_info[0] is SystemExit, res.exc_info
-    assert code is None or res.exit_code == code, f"kit {shlex.join(map(str, args))}:\n{res.output}"
-    return res
 
 
 def said(stderr: str) -> list[str]:
@@ -128,12 +117,12 @@ def test_the_newcomer_walk(walk: Walk) -> None:
 
 def bench_without_a_server(w: Walk) -> None:
     recipe, out = w.fixtures / "recipes" / "cpu-tiny.yaml", w.home / "reports"
-    error, hint = said(kit(2, "bench", "--target", "notaurl", recipe, "-o", out).stderr)
+    error, hint = said(kit("bench", "--target", "notaurl", recipe, "-o", out, code=2).stderr)
     assert error.startswith("error: --target notaurl: ")
     assert re.search(r"such as --target http://127\.0\.0\.1:\d+$", hint)
     # a port no server can have is named as such, with the same hint
     target = "http://127.0.0.1:99999"
-    assert said(kit(2, "bench", "--target", target, recipe, "-o", out).stderr) == [
+    assert said(kit("bench", "--target", target, recipe, "-o", out, code=2).stderr) == [
         f"error: --target {target}: port 99999 is out of range (1-65535)",
         hint,
     ]
@@ -154,7 +143,7 @@ def bench_without_a_server(w: Walk) -> None:
     # the hint names the recipe the bench was given, and run, serves it on that port
     command = backticked(hint, "kit serve ")
     assert command == ["kit", "serve", str(recipe), "--port", str(port)]
-    assert said(kit(3, *command[1:]).stderr)[0] == f"error: {STOP}"
+    assert said(kit(*command[1:], code=3).stderr)[0] == f"error: {STOP}"
     assert w.served == [(recipe, port)]
     assert len(list(out.glob("*/report.json"))) == 1  # the partial report, kept
 
@@ -163,17 +152,17 @@ def usage_mistakes(w: Walk) -> None:
     """click's own errors, as kit's: a run's folder where its report goes, then an unsigned
     report; each hint followed."""
     (run,) = (w.home / "reports").iterdir()
-    error, hint, usage = said(kit(2, "report", "show", run).stderr)
+    error, hint, usage = said(kit("report", "show", run, code=2).stderr)
     assert error == f"error: kit report show: PATHS: file '{run}' is a directory"
     assert hint == "hint: name a file there, not the folder (a run's folder holds report.json)"
     assert usage.startswith("hint: Usage: kit report show [OPTIONS] PATHS...")
-    _, hint = said(kit(1, "report", "show", run / "report.json").stderr)
+    _, hint = said(kit("report", "show", run / "report.json", code=1).stderr)
     assert hint == "hint: pass --allow-unsigned to read it anyway"
-    shown = kit(0, "report", "show", run / "report.json", "--allow-unsigned").stdout
+    shown = kit("report", "show", run / "report.json", "--allow-unsigned", code=0).stdout
     assert shown.startswith("UNSIGNED  ")
     # a misspelt option: the options click guesses (the first is the one just run), the usage
     report = run / "report.json"
-    error, guess, usage = said(kit(2, "report", "show", report, "--allow-unsinged").stderr)
+    error, guess, usage = said(kit("report", "show", report, "--allow-unsinged", code=2).stderr)
     assert error == "error: kit report show: no such option '--allow-unsinged'"
     assert guess == "hint: did you mean --allow-unsigned or --allow-untrusted?"
     assert usage.startswith("hint: Usage: kit report show [OPTIONS] PATHS...")
@@ -182,13 +171,13 @@ def usage_mistakes(w: Walk) -> None:
 def lock_without_a_hub(w: Walk) -> None:
     seed = w.home / "seed.yaml"
     seed.write_bytes((w.fixtures / SEED).read_bytes())
-    hints = said(kit(2, "preflight", seed, "--rig", "2x24").stderr)
+    hints = said(kit("preflight", seed, "--rig", "2x24", code=2).stderr)
     (lock,) = [h for h in hints if h.startswith("hint: kit lock ")]
     command = shlex.split(lock.removeprefix("hint: ").split(" pins ")[0])
     assert command == ["kit", "lock", "./seed.yaml"]
     # the hint, run, and its alternative: the hub is down, exit 3 naming it; no lock written
     for args in (command[1:], ["reproduce", "./seed.yaml", "--resolve", "--no-sign"]):
-        error, hint = said(kit(3, *args).stderr)
+        error, hint = said(kit(*args, code=3).stderr)
         assert error.startswith(f"error: cannot connect to {w.hub}/api/models/"), error
         assert hint.startswith(f"hint: the hub ({w.hub}) is unreachable: ")
     assert not (w.home / "seed.lock.yaml").exists()
@@ -205,13 +194,13 @@ def lock_without_docker(w: Walk) -> None:
     lock = w.home / "pinned.lock.yaml"
     with w.env.context() as env:
         env.setenv("PATH", str(w.home / "no-docker"))
-        error, hint = said(kit(3, "lock", "./pinned.yaml").stderr)
+        error, hint = said(kit("lock", "./pinned.yaml", code=3).stderr)
         assert (
             error == "error: vllm/vllm-openai:v0.28.0: no docker CLI to resolve the image's digest"
         )
         command = backticked(hint, "kit lock ")
         assert command == ["kit", "lock", "./pinned.yaml", "--no-image"]
-        res = kit(0, *command[1:])
+        res = kit(*command[1:], code=0)
     assert res.stdout == ""
     assert res.stderr == (
         "nothing to resolve: every other pin of ./pinned.yaml is exact, and --no-image leaves "
@@ -219,14 +208,14 @@ def lock_without_docker(w: Walk) -> None:
     )
     assert not lock.exists()
     # what the hint said before: kit lock has no --set, and says so as kit does
-    error, usage = said(kit(2, "lock", "./pinned.yaml", "--set", "x=y").stderr)
+    error, usage = said(kit("lock", "./pinned.yaml", "--set", "x=y", code=2).stderr)
     assert error == "error: kit lock: no such option '--set'"
     assert usage.startswith("hint: Usage: kit lock [OPTIONS] PATH ")
     # its other advice: the image pinned by digest in the recipe
     assert "(server.engine.image: NAME:TAG@sha256:...)" in hint
     digest = "vllm/vllm-openai:v0.28.0@sha256:" + "0" * 64
     (w.home / "pinned.yaml").write_text(text.replace("vllm/vllm-openai:v0.28.0", digest))
-    res = kit(0, "lock", "./pinned.yaml")
+    res = kit("lock", "./pinned.yaml", code=0)
     assert (
         res.stderr == "nothing to resolve: every pin of ./pinned.yaml is exact; no lock written\n"
     )
@@ -235,7 +224,9 @@ def lock_without_docker(w: Walk) -> None:
 
 def preflight_says_what_it_did_not_check(w: Walk) -> None:
     pins = [a for pin in w.pins for a in ("--set", pin)]
-    res = kit(0, "preflight", "./seed.yaml", *pins, "--rig", "2x24")  # not checked fails nothing
+    res = kit(
+        "preflight", "./seed.yaml", *pins, "--rig", "2x24", code=0
+    )  # not checked fails nothing
     assert res.stderr == ""
     lines = res.stdout.splitlines()
     rows = [re.split(r"  +", line, maxsplit=2) for line in lines if not line.startswith("hint:")]
@@ -265,13 +256,13 @@ SCHEMA_HINT = (
 
 def a_misspelt_set(w: Walk) -> None:
     recipe = w.fixtures / "recipes" / "cpu-tiny.yaml"
-    res = kit(2, "reproduce", recipe, "--set", "benchh.runs=3", "--no-sign")
+    res = kit("reproduce", recipe, "--set", "benchh.runs=3", "--no-sign", code=2)
     assert said(res.stderr) == [
         "error: --set benchh.runs=3: benchh: unknown key (did you mean 'bench'?)",
         SCHEMA_HINT,
     ]
     # the suggestion, followed: the recipe loads and the run would start
-    res = kit(3, "reproduce", recipe, "--set", "bench.runs=3", "--no-sign")
+    res = kit("reproduce", recipe, "--set", "bench.runs=3", "--no-sign", code=3)
     assert said(res.stderr)[0] == f"error: {STOP}"
 
 
@@ -280,56 +271,56 @@ def recipe_rules(w: Walk) -> None:
     key it means. Each advice followed: the run would start."""
     recipe = w.fixtures / "recipes" / "cpu-tiny.yaml"
     awq = ["--set", "quantization.format=auto_awq", "--no-sign"]
-    res = kit(2, "reproduce", recipe, *awq, "--set", "quantization.bits=3")
+    res = kit("reproduce", recipe, *awq, "--set", "quantization.bits=3", code=2)
     assert said(res.stderr) == [
         "error: --set quantization.bits=3: quantization.bits 3: format auto_awq takes 4 (vLLM's "
         "AWQ kernels are 4-bit): set bits 4, or format auto_gptq (2, 3, 4 or 8 bits)",
         SCHEMA_HINT,
     ]
     for fix in ("quantization.bits=4", "quantization.format=auto_gptq"):
-        res = kit(3, "reproduce", recipe, *awq, "--set", "quantization.bits=3", "--set", fix)
+        res = kit("reproduce", recipe, *awq, "--set", "quantization.bits=3", "--set", fix, code=3)
         assert said(res.stderr)[0] == f"error: {STOP}"
     text = recipe.read_text()
     typo = text.replace("model:\n  source: synthetic", "model:\n  osurce: synthetic", 1)
     (w.home / "typo.yaml").write_text(typo)
-    error, _ = said(kit(2, "reproduce", "./typo.yaml", "--no-sign").stderr)
+    error, _ = said(kit("reproduce", "./typo.yaml", "--no-sign", code=2).stderr)
     line = text.splitlines().index("model:") + 1
     assert error == (
         f"error: ./typo.yaml:{line}:1: model: needs source; 'osurce' is not a key "
         "(did you mean 'source'?)"
     )
     (w.home / "typo.yaml").write_text(typo.replace("osurce:", "source:"))
-    assert said(kit(3, "reproduce", "./typo.yaml", "--no-sign").stderr)[0] == f"error: {STOP}"
+    assert said(kit("reproduce", "./typo.yaml", "--no-sign", code=3).stderr)[0] == f"error: {STOP}"
 
 
 def a_second_key(w: Walk) -> None:
-    first = json.loads(kit(0, "keys", "generate").stdout)
-    error, hint = said(kit(2, "keys", "generate").stderr)
+    first = json.loads(kit("keys", "generate", code=0).stdout)
+    error, hint = said(kit("keys", "generate", code=2).stderr)
     assert error == f"error: {first['private_key']} already exists"
     assert "`kit keys generate --force`" in hint
-    again = json.loads(kit(0, "keys", "generate", "--force").stdout)
+    again = json.loads(kit("keys", "generate", "--force", code=0).stdout)
     assert again["fingerprint"] != first["fingerprint"]
-    trusted = [e["fingerprint"] for e in json.loads(kit(0, "keys", "list").stdout)]
+    trusted = [e["fingerprint"] for e in json.loads(kit("keys", "list", code=0).stdout)]
     assert again["fingerprint"] in trusted
 
 
 def rerun_an_untrusted_report(w: Walk) -> None:
     report, pub = w.fixtures / "reports/cpu-tiny-a.signed.json", w.fixtures / "reports/signer.pub"
     out = ["-o", w.home / "reruns", "--no-sign"]
-    error, hint = said(kit(1, "reproduce", report, *out).stderr)
+    error, hint = said(kit("reproduce", report, *out, code=1).stderr)
     found = re.search(r"signed by an untrusted key (sha256:[0-9a-f]{64}); trust it with", error)
     assert found, error
     assert "--report-key PUB" in hint
     # the hint, followed: the signature verifies and the re-run goes on to its next step
-    res = kit(3, "reproduce", report, "--report-key", pub, *out)
+    res = kit("reproduce", report, "--report-key", pub, *out, code=3)
     assert said(res.stderr)[0].startswith(LATER), res.stderr
     # the error's own advice: trusted, it goes on without the option
-    kit(0, "keys", "trust", pub)
-    assert said(kit(3, "reproduce", report, *out).stderr)[0].startswith(LATER)
+    kit("keys", "trust", pub, code=0)
+    assert said(kit("reproduce", report, *out, code=3).stderr)[0].startswith(LATER)
     # untrusted again by a fingerprint prefix, as `kit keys untrust --help` shows
-    gone = json.loads(kit(0, "keys", "untrust", found.group(1)[:15] + "...").stdout)
+    gone = json.loads(kit("keys", "untrust", found.group(1)[:15] + "...", code=0).stdout)
     assert gone["fingerprint"] == found.group(1)
-    kit(1, "reproduce", report, *out)
+    kit("reproduce", report, *out, code=1)
 
 
 def read_an_untrusted_report(w: Walk) -> None:
@@ -337,14 +328,14 @@ def read_an_untrusted_report(w: Walk) -> None:
         w.fixtures / "reports/cpu-tiny-a.signed.json",
         w.fixtures / "reports/h200x2.json",
     )
-    _, hint = said(kit(1, "report", "show", report).stderr)
+    _, hint = said(kit("report", "show", report, code=1).stderr)
     assert "--allow-untrusted" in hint
-    shown = kit(0, "report", "show", report, "--allow-untrusted").stdout
+    shown = kit("report", "show", report, "--allow-untrusted", code=0).stdout
     assert all(line.startswith("UNTRUSTED  ") for line in shown.splitlines() if line)
     # a comparison whose runs differ: refused, and the hint's --force shows every figure labelled
     args = ["report", "compare", report, other, "--allow-untrusted", "--allow-unsigned"]
-    assert "--force" in said(kit(1, *args).stderr)[-1]
-    res = kit(None, *args, "--force")
+    assert "--force" in said(kit(*args, code=1).stderr)[-1]
+    res = kit(*args, "--force", code=None)
     text = res.stdout.splitlines()
     verdict = next(line for line in text if line.startswith("verdict: "))
     assert res.exit_code == next(v for k, v in VERDICT_EXIT.items() if f": {k}" in verdict)
@@ -352,7 +343,7 @@ def read_an_untrusted_report(w: Walk) -> None:
     rows = text[start : text.index("", start)]
     assert rows and all(line.endswith("  UNTRUSTED (A), UNSIGNED (B)") for line in rows)
     # a script that reads the verdict from --json sees that neither side was verified
-    data = json.loads(kit(None, *args, "--force", "--json").stdout)
+    data = json.loads(kit(*args, "--force", "--json", code=None).stdout)
     assert data["verdict"]["verdict"] in VERDICT_EXIT
     assert data["trust"]["verified"] is False
     a, b = data["trust"]["a"], data["trust"]["b"]
@@ -363,8 +354,8 @@ def read_an_untrusted_report(w: Walk) -> None:
     # labelled
     keys = w.fixtures / "examples/keys"
     table = ["report", "table", report, "--keys", keys]
-    assert "--include-unverified" in said(kit(1, *table).stderr)[-1]
-    md = kit(0, *table, "--include-unverified").stdout
+    assert "--include-unverified" in said(kit(*table, code=1).stderr)[-1]
+    md = kit(*table, "--include-unverified", code=0).stdout
     head, _, row = [line for line in md.split("\n## Unverified\n")[1].splitlines() if "|" in line]
     cells = dict(zip(cells_of(head), cells_of(row), strict=True))
     figures = [cell for name, cell in cells.items() if name in LABELLED and cell != "-"]
@@ -391,21 +382,21 @@ def key_files(w: Walk) -> None:
     ):
         key = w.home / name
         key.write_bytes(data)
-        error, hint = said(kit(2, "report", "show", report, "--key", key).stderr)
+        error, hint = said(kit("report", "show", report, "--key", key, code=2).stderr)
         assert error == f"error: {key}: {problem}"
         assert "-----BEGIN" in hint and "-----END" in hint
         # the hint, followed: the lines from the first -----BEGIN to its -----END
         begin, end = data.index(b"-----BEGIN"), data.index(b"-----END")
         key.write_bytes(data[begin : data.index(b"\n", end) + 1])
-        assert kit(0, "report", "show", report, "--key", key).stdout.startswith("recipe ")
+        assert kit("report", "show", report, "--key", key, code=0).stdout.startswith("recipe ")
     fifo = w.home / "key.fifo"
     os.mkfifo(fifo)
-    assert said(kit(2, "report", "show", report, "--key", fifo).stderr) == [
+    assert said(kit("report", "show", report, "--key", fifo, code=2).stderr) == [
         f"error: {fifo}: cannot read the public key: not a regular file (a FIFO)",
         "hint: kit reads a public key from a regular file only: save it to one, then name that",
     ]
     missing = w.home / "reports" / "report.json"
-    assert said(kit(2, "report", "show", missing).stderr) == [
+    assert said(kit("report", "show", missing, code=2).stderr) == [
         f"error: {missing}: cannot read the report file: No such file or directory",
         "hint: check the path: a run writes its report as report.json in its run folder (under "
         "reports/, or -o DIR)",
@@ -421,19 +412,19 @@ def a_table_of_several_signers(w: Walk) -> None:
     two = [reports / "h200x2-tp2.report.json", reports / "h200-tp1-rerun.report.json"]
     # one --key cannot check reports by two signers: refused before anything is printed
     key = w.fixtures / "examples/keys/example.pub"
-    res = kit(1, "report", "show", "--markdown", "--header", *two, "--key", key)
+    res = kit("report", "show", "--markdown", "--header", *two, "--key", key, code=1)
     assert res.stdout == "" and said(res.stderr)
     # their folder given to --key: the hint names --keys, which, followed, reads both
-    res = kit(2, "report", "show", "--markdown", "--header", *two, "--key", key.parent)
+    res = kit("report", "show", "--markdown", "--header", *two, "--key", key.parent, code=2)
     assert said(res.stderr)[1] == (
         "hint: --key takes one public key file; --keys DIR takes a folder of them"
     )
-    res = kit(0, "report", "show", "--markdown", "--header", *two, "--keys", key.parent)
+    res = kit("report", "show", "--markdown", "--header", *two, "--keys", key.parent, code=0)
     assert len(res.stdout.splitlines()) == 2 + len(two)  # header, rule, a row per report
     assert "UNTRUSTED" not in res.stdout
     # compared with --json: both sides verified, by the key each names
     args = ["report", "compare", *two, "--keys", key.parent, "--force", "--json"]
-    trust = json.loads(kit(None, *args).stdout)["trust"]
+    trust = json.loads(kit(*args, code=None).stdout)["trust"]
     assert trust["verified"] is True
     for side, report in zip(("a", "b"), two, strict=True):
         assert trust[side]["state"] == "verified" and trust[side]["signature_ok"] is True
@@ -449,7 +440,7 @@ def pages_beside_their_reports(w: Walk) -> None:
     for name in names:
         shutil.copy(w.fixtures / "reports/cpu-tiny-a.signed.json", folder / name)
     pages = [
-        Path(kit(0, "report", "html", folder / n, "--allow-untrusted").stdout.strip())
+        Path(kit("report", "html", folder / n, "--allow-untrusted", code=0).stdout.strip())
         for n in names
     ]
     assert pages == [folder / "run-a.html", folder / "run-b.report.html"]

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from clirun import kit
 
 from kit import engine as engine_mod
 from kit import installer, serve
-from kit.cli import main
 from kit.patches import series_named
 from kit.patches.installed import ManifestPatch
 from kit.preflight import output_check, port_check
@@ -31,10 +31,6 @@ from kit.signing import generate_keypair, load_private_key
 TINY = "recipes/cpu-tiny.yaml"
 # what a build, an engine install or a model download leaves under KIT_HOME
 BUILT = ("models", "engines", "quantized", "hub")
-
-
-def kit(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 @pytest.fixture

@@ -1,13 +1,8 @@
 """A load point sent from several client processes (``bench.load.processes``).
 
 Each process runs the same asyncio client (:mod:`kit.bench.aio`) on its share of the point
-(:class:`kit.bench.load.send.Share`): at a concurrency point its streams, which take the next
-request index from one counter shared by every process, so the point sends each request once
-and in the same order as one process would; at a rate point the arrivals whose index falls to
-it, at their times after one common start. The processes are spawned (not forked: the
-parent has sampler threads) and import everything before the point starts, so no request
-waits for a process to come up. ``sent_s`` and every chunk time come from ``perf_counter``,
-one clock for every process on the host, so the records merge as if one client sent them.
+(:class:`kit.bench.load.send.Share`); the records merge as if one client sent them
+(:func:`run_in_processes`).
 """
 
 from __future__ import annotations
@@ -62,7 +57,15 @@ def _child(conn: Connection, k: int, of: int, sync: _Sync, job: PointJob) -> Non
 
 def run_in_processes(job: PointJob, processes: int) -> tuple[list[RequestRecord], float]:
     """The point's records (as they came, not yet in send order) from ``processes`` client
-    processes, and the busiest one's CPU use in percent of one core."""
+    processes, and the busiest one's CPU use in percent of one core.
+
+    At a concurrency point each process runs its streams, which take the next request index
+    from one counter shared by every process, so the point sends each request once and in the
+    same order as one process would; at a rate point, the arrivals whose index falls to it, at
+    their times after one common start. The processes are spawned (not forked: the parent has
+    sampler threads) and import everything before the point starts, so no request waits for a
+    process to come up. ``sent_s`` and every chunk time come from ``perf_counter``, one clock
+    for every process on the host, so the records merge as if one client sent them."""
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
     go = ctx.Event()

@@ -1,5 +1,5 @@
 """A load point's figures, computed from its records alone (so that ``kit report verify``
-recomputes them). The definitions are in :mod:`kit.bench.load`."""
+recomputes them). The definitions are in :func:`summarize_point`."""
 
 from __future__ import annotations
 
@@ -145,7 +145,20 @@ def summarize_point(
     label: str, pattern: str, level: float, records: list[RequestRecord], slo: Slo | None
 ) -> LoadPoint:
     """A point's figures from its measured records (spec decode, server and client CPU
-    aside: they come from counters, not records)."""
+    aside: they come from counters, not records).
+
+    The figures, as ``vllm bench serve`` defines them (its ``benchmarks/serve`` metrics):
+
+    - TTFT: send to the first chunk carrying text; E2E: send to the end of the stream;
+    - TPOT: (E2E - TTFT) / (output tokens - 1), per request with more than one token;
+    - ITL: the gaps between consecutive text chunks, every request's pooled;
+    - duration: the first measured send to the last measured end;
+    - output throughput: output tokens of the measured requests / duration; total throughput
+      adds their prompt tokens; request throughput: completed requests / duration;
+    - goodput: completed requests meeting every SLO of ``bench.slo`` / duration.
+
+    Percentiles interpolate linearly between the two nearest ranks (numpy's default).
+    """
     measured = [r for r in records if r.prompt == label and r.phase == "load"]
     done = completed(measured, label)
     timed = [r for r in measured if r.sent_s is not None and plausible(r)]

@@ -1,14 +1,6 @@
 """Load patterns: a recipe's ``bench.load``, one class each, each carrying its behaviour
 (:class:`LoadPattern`). With one, the bench runs one measured point per level of the pattern,
-each with its own requests, warm-up and cool-down:
-
-- ``concurrency``: that many streams in flight, a new request sent as soon as one ends;
-- ``rate``: requests sent at that many per second, Poisson (exponential gaps, seeded) or
-  evenly spaced, however many are in flight (capped by ``max_concurrency`` where set);
-- ``sweep``: concurrency raised by a factor per point until the output throughput stops rising
-  or the SLOs fail (the saturation point), or the highest concurrency is reached.
-
-A new pattern is one module here: its class, added to :data:`Load`.
+each with its own requests, warm-up and cool-down.
 """
 
 from __future__ import annotations
@@ -29,6 +21,13 @@ from kit.recipe.patterns.concurrency import ConcurrencyLoad
 from kit.recipe.patterns.rate import RateLoad
 from kit.recipe.patterns.sweep import SweepLoad
 
+# The patterns, by bench.load.pattern:
+# - concurrency: that many streams in flight, a new request sent as soon as one ends;
+# - rate: requests sent at that many per second, Poisson (exponential gaps, seeded) or evenly
+#   spaced, however many are in flight (capped by max_concurrency where set);
+# - sweep: concurrency raised by a factor per point until the output throughput stops rising
+#   or the SLOs fail (the saturation point), or the highest concurrency is reached.
+# A new pattern is one module here: its class, added to Load (and AnyLoad).
 Load = Annotated[ConcurrencyLoad | RateLoad | SweepLoad, Field(discriminator="pattern")]
 AnyLoad = ConcurrencyLoad | RateLoad | SweepLoad
 

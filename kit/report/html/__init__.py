@@ -1,15 +1,5 @@
-"""``kit report html``: one self-contained HTML file per report, readable offline.
-
-The page holds its CSS inline and its charts as inline SVG drawn by matplotlib (the ``html``
-extra, imported lazily on the Agg backend): no JavaScript, no fonts, images or requests, so
-nothing can fail in a browser console and the file opens from a mail attachment. matplotlib
-rather than plotly (about 3.5 MB of JavaScript inlined into every file, or a CDN request) or
-vega-lite (its JavaScript runtime inlined as well); vector SVG keeps every figure exact and the
-files small. The output is deterministic (fixed SVG hash salt, no date in the metadata).
-
-The report is read exactly as ``kit report show`` reads it (:func:`kit.report.files.read_report`),
-and the page states the verification result at render time: signed by which key fingerprint,
-valid, untrusted or unsigned.
+"""``kit report html``: one self-contained HTML file per report, readable offline: its CSS
+inline, its charts as inline SVG drawn by matplotlib, no JavaScript (:func:`render_html`).
 """
 
 from __future__ import annotations
@@ -35,7 +25,19 @@ def html_path(report_path: Path) -> Path:
 
 
 def render_html(report: Report, check: SignatureCheck) -> str:
-    """The page for a report read with its signature check."""
+    """The page for a report read with its signature check.
+
+    The page holds its CSS inline and its charts as inline SVG drawn by matplotlib (the
+    ``html`` extra, imported lazily on the Agg backend): no JavaScript, no fonts, images or
+    requests, so nothing can fail in a browser console and the file opens from a mail
+    attachment. matplotlib rather than plotly (about 3.5 MB of JavaScript inlined into every
+    file, or a CDN request) or vega-lite (its JavaScript runtime inlined as well); vector SVG
+    keeps every figure exact and the files small. The output is deterministic (fixed SVG hash
+    salt, no date in the metadata).
+
+    The report is read exactly as ``kit report show`` reads it
+    (:func:`kit.report.files.read_report`), and the page states the verification result at
+    render time: signed by which key fingerprint, valid, untrusted or unsigned."""
     pyplot()  # fail early, before any work, when matplotlib is missing
     return page(report, check)
 

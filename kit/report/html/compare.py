@@ -1,11 +1,6 @@
 """``kit report compare A B --html FILE``: the two runs side by side as one offline page.
 
-The page has the report page's style and no script: who each side is (run, rig, engine,
-model, verdict, signature check), the differences and warnings comparability found, then every
-figure of the comparison with A, B, the delta, the delta in percent and its band (the rule of
-its kind, :mod:`kit.figures`), flagged outside (with direction) or within, or inconclusive, and
-the re-run verdict. A side read UNTRUSTED or UNSIGNED (:func:`kit.report.show.trust_label`) has its
-label in the title, in its column of the two runs and beside each of its figures.
+The page has the report page's style and no script; what it shows: :func:`compare_page`.
 """
 
 from __future__ import annotations
@@ -116,7 +111,15 @@ def _metrics(comparison: Comparison, labels: dict[str, str]) -> str:
 
 
 def compare_page(comparison: Comparison, sides: Sequence[Side]) -> str:
-    """The page for a comparison; ``sides`` are A and B as read (None: a published reference)."""
+    """The page for a comparison; ``sides`` are A and B as read (None: a published reference).
+
+    Who each side is (run, rig, engine, model, verdict, signature check), the differences and
+    warnings comparability found, then every figure of the comparison with A, B, the delta, the
+    delta in percent and its band (the rule of its kind, :mod:`kit.figures`), flagged outside
+    (with direction) or within, or inconclusive, and the re-run verdict. A side read UNTRUSTED
+    or UNSIGNED (:func:`kit.report.show.trust_label`) has its label in the title, in its column
+    of the two runs and beside each of its figures.
+    """
     labels = side_labels([s[1] if s is not None else None for s in sides])
     tag = sides_label(labels)
     title = f"{tag + ': ' if tag else ''}kit report compare: " + " vs ".join(

@@ -1,9 +1,7 @@
 """matplotlib, imported lazily with the Agg backend, and a figure turned into inline SVG.
 
-Every data artist is tagged with an id ``mark-N`` (:func:`mark`) so a test (or a reader of the
-file) can tell drawn data from axes, ticks and legends. Output is deterministic: a fixed
-``svg.hashsalt``, no Date in the metadata, and ids prefixed per figure so several SVGs can share
-one page without their clip paths colliding.
+Every data artist is tagged with an id ``mark-N`` (:class:`Marks`) so a test (or a reader of the
+file) can tell drawn data from axes, ticks and legends. Output is deterministic (:func:`to_svg`).
 """
 
 from __future__ import annotations
@@ -92,7 +90,9 @@ UNDRAWN = (
 def to_svg(fig: Any, name: str) -> str:
     """The figure as an ``<svg>`` element for inlining, ids prefixed with ``name``; closed. A
     figure whose numbers are beyond what matplotlib can lay out (an axis spanning 1e308, whose
-    tick format overflows) is :data:`UNDRAWN` instead."""
+    tick format overflows) is :data:`UNDRAWN` instead. The output is deterministic: a fixed
+    ``svg.hashsalt`` (:func:`pyplot`), no Date in the metadata, and ids prefixed per figure so
+    several SVGs can share one page without their clip paths colliding."""
     plt = pyplot()
     buf = io.StringIO()
     try:

@@ -1,9 +1,6 @@
 """The page: sections in a fixed order, each only when the report has its data, as one HTML
-string with its CSS inline and its charts as inline SVG. An UNTRUSTED or UNSIGNED run
-(:func:`kit.report.show.trust_label`) carries its label in the title, in the heading of every
-section with figures and in the first cell of every row of their tables. A run at a synthetic
-acceptance (:func:`kit.report.describe.synthetic_label`) carries its label in a banner under
-the title."""
+string with its CSS inline and its charts as inline SVG; how an untrusted or synthetic run is
+labelled: :func:`page`."""
 
 from __future__ import annotations
 
@@ -87,7 +84,11 @@ def synthetic_banner(report: Report) -> str:
 
 
 def page(report: Report, check: SignatureCheck) -> str:
-    """The whole page for a report read with its signature check."""
+    """The whole page for a report read with its signature check. An UNTRUSTED or UNSIGNED run
+    (:func:`kit.report.show.trust_label`) carries its label in the title, in the heading of
+    every section with figures and in the first cell of every row of their tables. A run at a
+    synthetic acceptance (:func:`kit.report.describe.synthetic_label`) carries its label in a
+    banner under the title (:func:`synthetic_banner`)."""
     label = trust_label(check)
     title = f"{label + ': ' if label else ''}kit report: {report.recipe_name} ({report.run_id})"
     return (

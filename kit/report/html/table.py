@@ -1,16 +1,5 @@
-"""``kit report table --html``: the results table as one self-contained page.
-
-One table per section of :meth:`kit.report.table.Table.sections` (valid single-stream decode
-``#runs``, valid load-sweep peaks ``#sweeps``, INVALID runs ``#invalid-runs``), each with its
-own columns, the verdict first, then the unverified files apart (``#unverified-runs``), every
-figure of theirs led by its label (UNSIGNED, UNTRUSTED, UNVERIFIED). The page's CSS is the
-report page's (:data:`kit.report.html.layout.CSS`) plus a few rules for wide tables; a small
-inline script (no request, no library) sorts a table by a clicked header (within that table
-only, so an INVALID run never ranks among valid ones), filters rows by text, and filters by rig:
-``kit probe --json`` output, from a file or pasted, keeps the rows whose GPUs (model and count)
-are the probe's and sorts each table by its figure (decode TPS, or a sweep's peak), best first.
-Each row carries what the script needs as data attributes: ``data-gpus`` (the GPU models,
-sorted, joined by ``|``), ``data-rank`` (the figure), and, per numeric cell, ``data-sort``.
+"""``kit report table --html``: the results table as one self-contained page
+(:func:`table_page`), sortable and filterable by a small inline script.
 """
 
 from __future__ import annotations
@@ -57,6 +46,13 @@ td.untrusted{background:#fff4d6;color:#6b4a00;font-weight:600}
 #rig-status{margin:.4em 0 0;max-width:40em}
 """
 
+# The page's script, inline (no request, no library): it sorts a table by a clicked header
+# (within that table only, so an INVALID run never ranks among valid ones), filters rows by
+# text, and filters by rig: `kit probe --json` output, from a file or pasted, keeps the rows
+# whose GPUs (model and count) are the probe's and sorts each table by its figure (decode TPS,
+# or a sweep's peak), best first. Each row carries what the script needs as data attributes
+# (_tr, _cell): data-gpus (the GPU models, sorted, joined by |), data-rank (the figure), and,
+# per numeric cell, data-sort.
 SCRIPT = r"""
 (function () {
   "use strict";
@@ -330,7 +326,14 @@ TOOLS = """
 
 def table_page(table: Table) -> str:
     """The page: a sortable table per section (single-stream decode, load-sweep peaks, INVALID
-    runs), then the unverified files apart."""
+    runs), then the unverified files apart.
+
+    One table per section of :meth:`kit.report.table.Table.sections` (valid single-stream
+    decode ``#runs``, valid load-sweep peaks ``#sweeps``, INVALID runs ``#invalid-runs``), each
+    with its own columns, the verdict first, then the unverified files apart
+    (``#unverified-runs``), every figure of theirs led by its label (UNSIGNED, UNTRUSTED,
+    UNVERIFIED). The page's CSS is the report page's (:data:`kit.report.html.layout.CSS`) plus
+    a few rules for wide tables (``WIDE_CSS``)."""
     sections = table.sections()
     title = "kit report table: verified benchmark runs"
     parts = [

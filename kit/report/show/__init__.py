@@ -3,14 +3,6 @@ of a Club-3090-style Markdown table), the peers beside kit side by side, and the
 comparisons. One module each: :mod:`~kit.report.show.table`, :mod:`~kit.report.show.summary`,
 :mod:`~kit.report.show.markdown`, :mod:`~kit.report.show.peers`,
 :mod:`~kit.report.show.compare`; :mod:`~kit.report.show.trust` labels them.
-
-The kernels the engine chose (read from its server log) follow the engine: a row of their own in
-the terminal table, a few words after the engine in the Markdown row's engine cell.
-
-A run whose signature was not checked because its key is neither given nor trusted
-(``--allow-untrusted``) is labelled UNTRUSTED, and an unsigned one (``--allow-unsigned``)
-UNSIGNED (:func:`trust_label`), on every line that shows one of its figures: each line of its
-table, its Markdown row, and compare's A:/B: lines, metric rows and verdict lines.
 """
 
 from __future__ import annotations
@@ -20,6 +12,11 @@ from kit.report.show.markdown import MARKDOWN_COLUMNS, markdown_header, markdown
 from kit.report.show.peers import SideBySideRow, peer_lines, side_by_side_rows
 from kit.report.show.summary import summary_table
 from kit.report.show.table import show_table
+
+# A run whose signature was not checked because its key is neither given nor trusted
+# (--allow-untrusted) is labelled UNTRUSTED, and an unsigned one (--allow-unsigned) UNSIGNED
+# (trust_label), on every line that shows one of its figures: each line of its table, its
+# Markdown row, and compare's A:/B: lines, metric rows and verdict lines.
 from kit.report.show.trust import (
     UNSIGNED,
     UNTRUSTED,

@@ -1,36 +1,7 @@
 """Verify stage: check a report file from a stranger, offline, item by item.
 
-``verify_report`` runs every item and returns a :class:`Checklist`; an item that cannot run
-because an earlier one made it impossible (an unreadable payload, a payload that fails the
-schema) says so and counts as not checked. Items:
-
-- ``envelope``: size and depth limits, the DSSE envelope's exact shape (``kit.signing``);
-- ``signature``: checked against the given public key, else against the trusted key of the
-  trust store whose fingerprint is the keyid (:mod:`kit.signing.trust`), and accepted only when
-  that key verifies it. A signature by a key neither given nor trusted fails ("signed by an
-  untrusted key ...") unless ``allow_untrusted`` (then it is not checked and labelled
-  UNTRUSTED); an unsigned report fails unless ``allow_unsigned`` and no key is given. An
-  invalid signature always fails. After a failed signature every later item is not checked
-  ("skipped: the signature failed"): nothing of an unauthenticated payload is reported as
-  checked;
-- ``payload``: the payload parses within the limits and is in canonical form;
-- ``schema``: the ``Report`` model (strict) and the JSON Schema generated from it;
-- ``recipe``: the embedded recipe validates, its sha256 matches, and so do the protocol flags;
-- ``summaries``: per-prompt and prefill statistics, spec-decode figures, GPU sampling
-  summaries, energy per token and the quality probe's figures, recomputed from the raw records
-  (the probe's: its per-token scores) with kit's own functions;
-- ``records``: each request's numbers within their physical ranges (a record outside is no
-  measurement, and every summary leaves it out: :mod:`kit.bench.plausible`), its internal
-  consistency (rates, TTFT within wall, usable flag, chunk times, token counts), start times
-  in order, counts per prompt, run status, request template;
-- ``patches``: the patch manifest is well-formed and names the recipe's series;
-- ``validity``: the verdict recomputed from the report and its host evidence.
-
-A file that cannot be opened as a kit report envelope at all (unreadable, over the size or
-depth limit, not JSON, not an envelope) raises ``BadInputError`` (exit 2): there is nothing to
-check. Any failed item makes the checklist fail (``kit report verify`` exits 1).
-
-Reading a report for show or compare is :func:`kit.report.files.read_report`.
+:func:`verify_report` runs every item and returns a :class:`Checklist`. Reading a report for show
+or compare is :func:`kit.report.files.read_report`.
 """
 
 from __future__ import annotations
@@ -72,8 +43,32 @@ def verify_report(
     """Check a report file (a path, or its bytes) and return the checklist of every item.
 
     Without ``public_key`` the signature is checked against ``trust`` (``None``: no key is
-    trusted; the CLI passes ``TrustStore.default()``). Raises ``BadInputError`` only when the
-    file cannot be opened as a kit report envelope.
+    trusted; the CLI passes ``TrustStore.default()``). An item that cannot run because an
+    earlier one made it impossible (an unreadable payload, a payload that fails the schema) says
+    so and counts as not checked. Items:
+
+    - ``envelope``: size and depth limits, the DSSE envelope's exact shape (``kit.signing``);
+    - ``signature``: by the given key or a trusted one (:func:`_signature_item` says when it
+      passes). After a failed signature every later item is not checked ("skipped: the
+      signature failed"): nothing of an unauthenticated payload is reported as checked;
+    - ``payload``: the payload parses within the limits and is in canonical form;
+    - ``schema``: the ``Report`` model (strict) and the JSON Schema generated from it;
+    - ``recipe``: the embedded recipe validates, its sha256 matches, and so do the protocol
+      flags;
+    - ``summaries``: per-prompt and prefill statistics, spec-decode figures, GPU sampling
+      summaries, energy per token and the quality probe's figures, recomputed from the raw
+      records (the probe's: its per-token scores) with kit's own functions;
+    - ``records``: each request's numbers within their physical ranges (a record outside is no
+      measurement, and every summary leaves it out: :mod:`kit.bench.plausible`), its internal
+      consistency (rates, TTFT within wall, usable flag, chunk times, token counts), start
+      times in order, counts per prompt, run status, request template;
+    - ``patches``: the patch manifest is well-formed and names the recipe's series;
+    - ``validity``: the verdict recomputed from the report and its host evidence.
+
+    Any failed item makes the checklist fail (``kit report verify`` exits 1). Raises
+    ``BadInputError`` (exit 2) only when the file cannot be opened as a kit report envelope at
+    all (unreadable, over the size or depth limit, not JSON, not an envelope): there is nothing
+    to check.
     """
     label, env = open_report(source)
     items = [
@@ -139,6 +134,12 @@ def _signature_item(
     allow_unsigned: bool,
     allow_untrusted: bool,
 ) -> CheckItem:
+    """The ``signature`` item: checked against the given public key, else against the trusted
+    key of the trust store whose fingerprint is the keyid (:mod:`kit.signing.trust`), and
+    accepted only when that key verifies it. A signature by a key neither given nor trusted
+    fails ("signed by an untrusted key ...") unless ``allow_untrusted`` (then it is not checked
+    and labelled UNTRUSTED); an unsigned report fails unless ``allow_unsigned`` and no key is
+    given. An invalid signature always fails."""
     check = check_signature(env, public_key, trust)
     if check.valid:
         return CheckItem(name="signature", ok=True, detail=check.reason)

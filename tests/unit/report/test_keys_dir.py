@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from clirun import kit
 
-from kit.cli import main
 from kit.signing import fingerprint, load_public_key
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -22,10 +21,6 @@ TP2 = REPORTS / "h200x2-tp2.report.json"
 RERUN = REPORTS / "h200-tp1-rerun.report.json"
 RESOLVE = REPORTS / "h200-tp1-resolve.report.json"
 STRANGER = FIXTURES / "reports" / "cpu-tiny-a.signed.json"  # signer.pub, not in KEYS
-
-
-def kit(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def keyid(path: Path) -> str:

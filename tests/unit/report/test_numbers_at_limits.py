@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from clirun import kit
 from factories import build_report
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -27,7 +28,6 @@ from hypothesis import strategies as st
 from kit import signing
 from kit.bench import summarize_prompt
 from kit.bench.plausible import CHUNK_TIMES, RANGES
-from kit.cli import main
 from kit.figures import KINDS, Relative, kind
 from kit.metrics import RequestWitness
 from kit.probe.hostspeed import HostSpeed
@@ -138,10 +138,6 @@ def bases(fixtures_dir: Path) -> dict[str, dict[str, Any]]:
     """Each kind of report as a payload: sequential (measured runs witnessed) and load."""
     report = build_report(fixtures_dir, overrides=(f"bench.runs={RUNS}",))
     return {"sequential": payload_of(witnessed(report)), "load": load_payload(fixtures_dir)}
-
-
-def kit(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def placed(

@@ -11,9 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from kit.cli import main
+from clirun import kit
 
 OLD = ("h200-tp1.report.json", "h200x2-tp2.report.json")
 # the host's paths the two payloads hold (engine.site_packages and pythonpath, vllm_bench argv)
@@ -23,12 +21,6 @@ HOST_PATHS = re.compile(r"/tmp/site|/root/kit")
 @pytest.fixture
 def examples(fixtures_dir: Path) -> Path:
     return fixtures_dir / "examples"
-
-
-def kit(*args: object) -> str:
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert res.exit_code == 0, res.output
-    return res.output
 
 
 def test_the_old_reports_hold_host_paths(examples: Path) -> None:
@@ -43,20 +35,23 @@ def test_nothing_kit_prints_of_them_names_a_host_path(examples: Path, tmp_path: 
     reports = [examples / "reports" / name for name in OLD]
     keys = ["--keys", examples / "keys"]
     printed = [
-        kit("report", "show", *reports, *keys),
-        kit("report", "show", "--markdown", "--header", *reports, *keys),
-        kit("report", "table", *reports, *keys),
-        kit("report", "verify", reports[0], *keys),
-        kit("report", "compare", *reports, *keys, "--force", "--fail-on", "never"),
-        kit("report", "compare", *reports, *keys, "--force", "--fail-on", "never", "--json"),
+        kit("report", "show", *reports, *keys, code=0).output,
+        kit("report", "show", "--markdown", "--header", *reports, *keys, code=0).output,
+        kit("report", "table", *reports, *keys, code=0).output,
+        kit("report", "verify", reports[0], *keys, code=0).output,
+        kit("report", "compare", *reports, *keys, "--force", "--fail-on", "never", code=0).output,
+        kit(
+            "report", "compare", *reports, *keys, "--force", "--fail-on", "never", "--json", code=0
+        ).output,
     ]
     if importlib.util.find_spec("matplotlib") is not None:  # kit's html extra
         for report in reports:
             page = tmp_path / f"{report.name}.html"
-            kit("report", "html", report, *keys, "-o", page)
+            kit("report", "html", report, *keys, "-o", page, code=0)
             printed.append(page.read_text())
         page = tmp_path / "compare.html"
-        kit("report", "compare", *reports, *keys, "--force", "--fail-on", "never", "--html", page)
+        html = ["--force", "--fail-on", "never", "--html", page]
+        kit("report", "compare", *reports, *keys, *html, code=0)
         printed.append(page.read_text())
     for text in printed:
         assert text and not HOST_PATHS.search(text)

@@ -10,9 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from clirun import kit
 
-from kit.cli import main
 from kit.report.table import INVALID_COLUMNS, LABELLED, UNVERIFIED_HEAD
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -28,12 +27,6 @@ CASES = [
     pytest.param(UNSIGNED_A, "--allow-unsigned", "UNSIGNED", id="unsigned"),
 ]
 pytest.importorskip("matplotlib", reason="kit's html extra: pip install 'kit[html]'")
-
-
-def kit(*args: str) -> Result:
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result
 
 
 def md_cells(line: str) -> list[str]:
@@ -63,18 +56,20 @@ def body_rows(html: str) -> list[list[str]]:
 
 @pytest.mark.parametrize(("path", "allow", "label"), CASES)
 def test_show_labels_every_line_and_row(path: Path, allow: str, label: str) -> None:
-    table = kit("report", "show", path, allow).stdout
+    table = kit("report", "show", path, allow, code=0).stdout
     lines = [line for line in table.splitlines() if line]
     assert all(line.startswith(f"{label}  ") for line in lines)
     figures = [line for line in lines if re.search(r"\b(narrative|code) +\d", line)]
     assert len(figures) == 2  # the per-prompt rows are among them
-    rows = kit("report", "show", "--markdown", "--header", path, path, allow).stdout.splitlines()
+    rows = kit(
+        "report", "show", "--markdown", "--header", path, path, allow, code=0
+    ).stdout.splitlines()
     assert len(rows) == 4  # header, rule, both rows
     assert all(md_cells(row)[0].startswith(label) for row in rows[2:])
 
 
 def test_a_verified_run_carries_no_label() -> None:
-    text = kit("report", "show", SIGNED, "--key", REPORTS / "signer.pub").stdout
+    text = kit("report", "show", SIGNED, "--key", REPORTS / "signer.pub", code=0).stdout
     assert "UNTRUSTED" not in text and "UNSIGNED" not in text
 
 
@@ -85,7 +80,7 @@ def test_a_verified_run_carries_no_label() -> None:
 def test_compare_labels_each_side_on_every_figure(tmp_path: Path) -> None:
     page = tmp_path / "compare.html"
     args = (SIGNED, UNSIGNED_B, "--allow-untrusted", "--allow-unsigned", "--fail-on", "never")
-    text = kit("report", "compare", *args, "--html", page).stdout.splitlines()
+    text = kit("report", "compare", *args, "--html", page, code=0).stdout.splitlines()
     tag = "UNTRUSTED (A), UNSIGNED (B)"
     assert text[0].startswith("A: UNTRUSTED ") and text[1].startswith("B: UNSIGNED ")
     start = next(i for i, line in enumerate(text) if line.startswith("-----")) + 1
@@ -93,7 +88,7 @@ def test_compare_labels_each_side_on_every_figure(tmp_path: Path) -> None:
     assert len(rows) >= 6 and all(line.endswith(f"  {tag}") for line in rows)
     verdict = text[text.index(f"B as a re-run of A (kit.report.reproduction):  {tag}") + 1 :]
     assert verdict and all(line.endswith(f"  {tag}") for line in verdict if line)
-    data = json.loads(kit("report", "compare", *args, "--json").stdout)
+    data = json.loads(kit("report", "compare", *args, "--json", code=0).stdout)
     assert data["a"].startswith("UNTRUSTED ") and data["b"].startswith("UNSIGNED ")
 
     html = page.read_text()
@@ -113,7 +108,7 @@ def test_compare_of_verified_runs_has_no_label(tmp_path: Path) -> None:
     key = KEYS / "h200-2026-12.pub"
     a = FIXTURES / "examples" / "reports" / "h200-tp1-resolve.report.json"
     out = tmp_path / "compare.html"
-    text = kit("report", "compare", a, EXAMPLE, "--key", key, "--html", out).stdout
+    text = kit("report", "compare", a, EXAMPLE, "--key", key, "--html", out, code=0).stdout
     assert "UNTRUSTED" not in text and "UNSIGNED" not in text
     assert 'class="trust"' not in out.read_text()
 
@@ -130,7 +125,7 @@ def test_table_labels_every_figure_of_an_unverified_run(
     md, page = tmp_path / "BENCHMARKS.md", tmp_path / "table.html"
     kit(
         "report", "table", EXAMPLE, path, "--keys", KEYS, "--include-unverified",
-        "-o", md, "--html", page,
+        "-o", md, "--html", page, code=0,
     )  # fmt: skip
     text = md.read_text()
     main_part, unverified = text.split("\n## Unverified\n")
@@ -168,7 +163,7 @@ def test_html_page_labels_every_figure_section_and_row(
     path: Path, allow: str, label: str, figured: tuple[str, ...], tmp_path: Path
 ) -> None:
     out = tmp_path / "page.html"
-    kit("report", "html", path, allow, "-o", out)
+    kit("report", "html", path, allow, "-o", out, code=0)
     page = out.read_text()
     assert f"<title>{label}: kit report: " in page
     ids = re.findall(r'<section id="([a-z]+)"><h2>([^<]*)(<span class="trust">(\w+)</span>)?', page)
@@ -188,7 +183,7 @@ def test_compare_json_carries_each_sides_trust(tmp_path: Path) -> None:
     given."""
     (tmp_path / "signer.pub").write_bytes((REPORTS / "signer.pub").read_bytes())
     args = ("report", "compare", SIGNED, UNSIGNED_B, "--keys", tmp_path, "--allow-unsigned")
-    data = json.loads(kit(*args, "--json", "--fail-on", "never").stdout)
+    data = json.loads(kit(*args, "--json", "--fail-on", "never", code=0).stdout)
     keyid = json.loads(SIGNED.read_text())["signatures"][0]["keyid"]
     assert data["trust"] == {
         "a": {

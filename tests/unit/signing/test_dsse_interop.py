@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from clirun import kit
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -27,10 +28,6 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "reports"
 SIGNED = FIXTURES / "cpu-tiny-a.signed.json"  # a full report, signed by signer.pub
 PAYLOAD = signing.open_envelope(SIGNED.read_bytes()).payload
 REPORT = {"schema_version": 1, "notes": "héllo", "n": [1, 2.5, None]}
-
-
-def kit(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def co_signed(payload: bytes, *keys: Ed25519PrivateKey, keyid: bool = True) -> dict[str, Any]:
