@@ -151,14 +151,21 @@ class Reproduction(FrozenModel):
             if f.new is None or f.original is None:
                 lines.append(f"  {f.metric}: {num(f.original)} {f.unit}, not measured again")
                 continue
+            status = f.status or ("within" if f.within else "outside")
+            mark = status.upper() if status != "within" else status
+            if f.delta_pct is None and f.band_from in ("standard errors", "tolerance", "exact"):
+                # the original's 0 (no draft accepted): its rule judges in the figure's own unit
+                lines.append(
+                    f"  {f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} (no percentage "
+                    f"of the original; judged by its {f.band_from} in {f.unit}: {mark})"
+                )
+                continue
             if f.delta_pct is None:  # the original's 0, or numbers beyond a double
                 lines.append(
                     f"  {f.metric}: {num(f.original)} -> {num(f.new)} {f.unit} (no percentage of "
                     "the original: INCONCLUSIVE)"
                 )
                 continue
-            status = f.status or ("within" if f.within else "outside")
-            mark = status.upper() if status != "within" else status
             way = f", {f.direction}" if f.direction and f.direction != "same" else ""
             if f.better is not None:
                 way += ": better" if f.better else ": worse"

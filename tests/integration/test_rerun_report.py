@@ -84,9 +84,15 @@ def test_rerun_of_a_report_ends_with_a_signed_verdict_linked_to_it(
         assert verdict.differing and verdict.causes, verdict.text()
     if verdict.verdict == "INCONCLUSIVE":
         assert verdict.inconclusive, verdict.text()
-    # every headline figure with its band: both prompts (prefill is off in this run)
-    assert [f.metric for f in verdict.figures] == ["narrative decode TPS", "code decode TPS"]
-    assert all(f.band_pct >= 3.0 for f in verdict.figures)
+    # the whole claim, each figure with the band of its kind: both prompts' decode and wall
+    # TPS and TTFT (prefill is off in this run, so no prefill figure)
+    names = [f.metric for f in verdict.figures]
+    assert names[:2] == ["narrative decode TPS", "narrative wall TPS"], names
+    for prompt in ("narrative", "code"):
+        assert {f"{prompt} {m}" for m in ("decode TPS", "wall TPS", "TTFT")} <= set(names), names
+    assert not any("prefill" in n for n in names), names
+    decode = [f for f in verdict.figures if f.metric.endswith("decode TPS")]
+    assert all(f.band_pct is not None and f.band_pct >= 3.0 for f in decode)
     # the same recipe and pins as the original: only the run differs
     assert report.recipe == first["recipe"] and report.recipe_sha256 == first["recipe_sha256"]
     assert f"verdict: {verdict.summary}" in proc.stderr

@@ -256,3 +256,34 @@ def test_compare_of_another_protocol_exits_1(a: Report, tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "NOT COMPARABLE" in result.stderr
+
+
+def test_a_counter_of_zero_is_judged_in_its_own_unit(a: Report) -> None:
+    """A draft that accepted nothing (0 % on both sides) has no percentage of the original: its
+    counters' rule judges it in its own unit, and the text says so instead of INCONCLUSIVE."""
+    assert a.bench is not None and a.bench.spec_decode is not None
+    sd = a.bench.spec_decode
+    none = sd.model_copy(
+        update={
+            "accepted_tokens": 0,
+            "acceptance_rate": 0.0,
+            "acceptance_length": 1.0,
+            "accepted_per_draft": 0.0,
+            "per_position_rate": [0.0] * len(sd.per_position_rate),
+            "per_position_accepted": [0] * len(sd.per_position_accepted),
+        }
+    )
+    prompts = [p.model_copy(update={"spec_decode": None}) for p in a.bench.prompts]
+    zero = a.model_copy(
+        update={"bench": a.bench.model_copy(update={"spec_decode": none, "prompts": prompts})}
+    )
+    result = judge(zero, zero)
+    rate = next(f for f in result.figures if f.metric == "acceptance rate")
+    assert (rate.original, rate.delta_pct, rate.status) == (0.0, None, "within")
+    assert result.verdict == "REPRODUCED"
+    text = result.text()
+    assert "INCONCLUSIVE" not in text
+    assert (
+        "acceptance rate: 0.0 -> 0.0 % (no percentage of the original; judged by its standard "
+        "errors in %: within)" in text
+    )
