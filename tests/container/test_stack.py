@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kit import compose, image
+from kit.compose import StackOptions
 from kit.errors import EnvironmentProblem, ServerError
 from kit.recipe import LoadedRecipe, load_recipe
 from kit.report.verify import verify_report
@@ -85,7 +86,7 @@ def test_port_in_use_is_exit_3_before_anything_starts(
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(EnvironmentProblem) as err:
-            compose.reproduce(small, tmp_path, port=port, build=False)
+            compose.reproduce(small, tmp_path, StackOptions(port=port, build=False))
     # the preflight's, before any image or container: who holds it, and what to do
     assert err.value.message.splitlines()[1:] == [
         f"  port: 127.0.0.1:{port} is in use, held by pid {os.getpid()} "
@@ -282,7 +283,9 @@ def test_server_container_that_exits_mid_bench_keeps_a_partial_report(
     long_bench = load_recipe(small.path, [*small.overrides, "bench.runs=40"])
     try:
         with pytest.raises(ServerError) as err:
-            compose.reproduce(long_bench, tmp_path, key_path=str(keypair.private_key), build=False)
+            compose.reproduce(
+                long_bench, tmp_path, StackOptions(key_path=str(keypair.private_key), build=False)
+            )
     finally:
         done.set()
         killer.join(timeout=30)
@@ -313,7 +316,9 @@ def test_server_refuses_an_image_whose_patches_are_not_the_recipes(
     image.docker(["tag", cpu_image.id, unpatched_tag])
     try:
         with pytest.raises(ServerError) as err:
-            compose.reproduce(loaded, tmp_path, key_path=str(keypair.private_key), build=False)
+            compose.reproduce(
+                loaded, tmp_path, StackOptions(key_path=str(keypair.private_key), build=False)
+            )
     finally:
         image.docker(["rmi", unpatched_tag], check=False)
     assert err.value.message.startswith("the server container exited with code 3 during start-up")
@@ -333,7 +338,7 @@ def test_unhealthy_server_is_exit_3(
 ) -> None:
     loaded = load_recipe(small_recipe, ["server.health_timeout_s=1"])
     with pytest.raises(ServerError) as err:
-        compose.reproduce(loaded, tmp_path, sign=False, build=False)
+        compose.reproduce(loaded, tmp_path, StackOptions(sign=False, build=False))
     assert err.value.message == "the server container did not become healthy within 1 s"
     (report,) = tmp_path.glob("cpu-tiny-small-*/report.json")
     data, check = read_payload(report.read_bytes())

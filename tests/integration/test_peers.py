@@ -51,7 +51,8 @@ def test_three_peers_beside_kit_at_each_point(
         python=engine_env.python, pythonpath=engine_env.pythonpath,
         engine_version=engine_env.version, torch=engine_env.versions.get("torch"),
     )  # fmt: skip
-    peers = run_peers(job, [PEERS[n] for n in bench.peers], result, measured.plan)
+    plan = list(measured.plan) if measured.plan is not None else None
+    peers = run_peers(job, [PEERS[n] for n in bench.peers], result, plan)
     assert [r.tool for r in peers.runs] == ["vllm_bench", "guidellm", "aiperf"]
     versions = [r.version for r in peers.runs]
     assert versions == [engine_env.version, GUIDELLM, AIPERF]
