@@ -22,7 +22,8 @@
 #   guidellm's venv pins the engine's torch). If the host has an older one, its install fails
 #   offline naming it: bring the freeze back and run this again with HOST_FREEZE.
 # Needs network, uv (KIT_UV, on PATH, or kit's .venv/bin/uv; it fetches PYVER where it finds
-# none: PYTHON=PATH names one) and a Linux x86_64 machine: the wheels are chosen for this
+# none: PYTHON=PATH names one; another version resolves, then PYVER's wheels are downloaded) and
+# a Linux x86_64 machine: the wheels are chosen for this
 # machine's platform (manylinux x86_64).
 set -euo pipefail
 OUT=${1:?usage: scripts/peer-wheels.sh OUTDIR [PYVER]}
@@ -94,8 +95,18 @@ while IFS='=' read -r n _ v; do stub "$n" "$v"; done < "$W/host.txt"
 resolve "$W/need.json"
 names "$W/need.json" > "$W/need.txt"
 mkdir -p "$W/wheels"
+# a stand-in of another Python (PYTHON=..., where uv cannot fetch PYVER: no network to GitHub)
+# resolved the set; its wheels are still PYVER's, for the host's manylinux x86_64
+DL=()
+HPVER=$("$HP" -c 'import sys; print(sys.version_info[0], sys.version_info[1], sep=".")')
+if [ "$HPVER" != "$PYVER" ]; then
+  DL=(--python-version "$PYVER" --implementation cp)
+  for m in manylinux_2_39 manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2_27 \
+           manylinux_2_24 manylinux_2_17 manylinux2014 manylinux1; do DL+=(--platform "${m}_x86_64"); done
+  DL+=(--platform any)
+fi
 "$HP" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
-  -d "$W/wheels" -r "$W/need.txt"
+  "${DL[@]}" -d "$W/wheels" -r "$W/need.txt"
 { echo "# wheels: $(wc -l < "$W/need.txt") (guidellm $GUIDELLM, AIPerf $AIPERF, Python $PYVER)"
   cat "$W/need.txt"
   echo "# taken to be on the host (${HOST_FREEZE:-the picture of scripts/peer-wheels.sh}):"

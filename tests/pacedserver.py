@@ -81,6 +81,7 @@ def make_paced(cfg: Paced) -> ThreadingHTTPServer:
                 self.end_headers()
 
         def do_POST(self) -> None:
+            arrived = time.perf_counter()
             req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if self.path == "/tokenize":  # a token a word, and two for the chat template
                 words = sum(len(m["content"].split()) for m in req.get("messages", []))
@@ -94,9 +95,12 @@ def make_paced(cfg: Paced) -> ThreadingHTTPServer:
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             start = time.perf_counter()
+            first: list[float] = []  # when the first chunk left
 
             def send(obj: object) -> None:
                 text = obj if isinstance(obj, str) else json.dumps(obj)
+                if not first:
+                    first.append(time.perf_counter())
                 self.wfile.write(f"data: {text}\n\n".encode())
                 self.wfile.flush()
 
@@ -120,7 +124,9 @@ def make_paced(cfg: Paced) -> ThreadingHTTPServer:
                     time.sleep(max(0.0, due - time.perf_counter()))
                     send(chunk(i))
                     due += 1 / RATE
-            client_ttft = (n / RATE) if held else 0.0
+            # the delay the client saw, as this server saw it: from the request's arrival to
+            # its first chunk (not the planned hold: a busy host adds to it)
+            client_ttft = (first[0] - arrived) if held else 0.0
             send({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": n}})
             send("[DONE]")
             elapsed = time.perf_counter() - start
