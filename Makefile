@@ -90,8 +90,8 @@ test: venv lint typecheck schema-check unit test-browser integration test-contai
 unit: venv ## fast tests, no server: tests/unit (kit's code) and tests/repo (the repository's own files)
 	$(PY) -m pytest tests/unit tests/repo -q $(PYTEST_ARGS)
 
-integration: venv ## tests against a real vLLM CPU server (slow: builds the engine venv once)
-	$(PY) -m pytest tests/integration -q $(PYTEST_ARGS)
+integration: venv ## tests against a real vLLM CPU server (slow: builds the engine venv once; prints the 25 slowest steps)
+	$(PY) -m pytest tests/integration -q --durations=25 $(PYTEST_ARGS)
 
 lint: venv ## ruff check + format check, and the import layers (lint-imports)
 	$(VENV)/bin/ruff check kit tests experiments

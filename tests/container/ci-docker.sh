@@ -98,7 +98,7 @@ if (($#)); then
   exit
 fi
 eval "set -- ${PYTEST_ARGS:-}"  # shell words, quotes honoured: PYTEST_ARGS="-k 'a or b'"
-"$VENV/bin/python" -m pytest tests/container -q -p no:cacheprovider "$@"
+"$VENV/bin/python" -m pytest tests/container -q -p no:cacheprovider --durations=15 "$@"
 if [ -f build/container-timings.json ]; then
   say "timings (s): $(tr -d ' \n' < build/container-timings.json)"
 fi
