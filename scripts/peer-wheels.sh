@@ -22,9 +22,8 @@
 #   guidellm's venv pins the engine's torch). If the host has an older one, its install fails
 #   offline naming it: bring the freeze back and run this again with HOST_FREEZE.
 # Needs network, uv (KIT_UV, on PATH, or kit's .venv/bin/uv; it fetches PYVER where it finds
-# none: PYTHON=PATH names one; another version resolves, then PYVER's wheels are downloaded) and
-# a Linux x86_64 machine: the wheels are chosen for this
-# machine's platform (manylinux x86_64).
+# none: PYTHON=PATH names one, and another version resolves, then PYVER's wheels are downloaded)
+# and a Linux x86_64 machine: the wheels are chosen for this machine's platform (manylinux x86_64).
 set -euo pipefail
 OUT=${1:?usage: scripts/peer-wheels.sh OUTDIR [PYVER]}
 PYVER=${2:-3.12}
